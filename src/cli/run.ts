@@ -1,0 +1,61 @@
+import { Command, ValidationError } from "@effect/cli"
+import { NodeContext } from "@effect/platform-node"
+import { Cause, Effect, Exit, Option } from "effect"
+import { ConfigInvalid } from "../config/service.js"
+import type { ExtraRoutes } from "../runtime/generation.js"
+import { serveCommand } from "./serve.js"
+import { validateCommand } from "./validate.js"
+
+export const version = "2.4.0"
+
+/**
+ * Exit codes (README, docs/operations.md): 0 success or clean shutdown; 1 the gateway could not
+ * start or failed while running; 2 invalid configuration or command-line usage.
+ */
+export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return 0
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof ConfigInvalid || ValidationError.isValidationError(error)) return 2
+  }
+  return 1
+}
+
+const describe = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    // @effect/cli prints its own usage errors.
+    if (ValidationError.isValidationError(error)) return ""
+    if (error instanceof ConfigInvalid) return `gateway: invalid configuration\n${error.message}`
+    if (error instanceof Error) return `gateway: ${error.message}`
+    return `gateway: ${String(error)}`
+  }
+  return `gateway: unexpected failure\n${Cause.pretty(cause)}`
+}
+
+export const rootCommand = (extraRoutes?: ExtraRoutes) =>
+  Command.make("gateway").pipe(
+    Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
+    Command.withSubcommands([serveCommand(extraRoutes), validateCommand])
+  )
+
+/**
+ * Runs the `gateway` executable. Startup failures are plain text on stderr (they are read by a
+ * person at a terminal or in `docker logs`); logs while serving are JSON lines.
+ */
+export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = process.argv) => {
+  const program = Command.run(rootCommand(extraRoutes), { name: "gateway", version })(argv).pipe(
+    Effect.provide(NodeContext.layer)
+  )
+  Effect.runPromiseExit(program).then((exit) => {
+    if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+      const text = describe(exit.cause)
+      if (text !== "") process.stderr.write(`${text}\n`)
+    }
+    const code = exitCodeOf(exit)
+    // Connections and timers are closed by then; exiting here only guards against a stray handle.
+    process.stderr.write("", () => process.exit(code))
+  })
+}

@@ -1,0 +1,66 @@
+import { Command, Options } from "@effect/cli"
+import { Effect } from "effect"
+import { loadConfig } from "../config/load.js"
+import { loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
+import { baseLayer } from "../runtime/base.js"
+import type { ExtraRoutes } from "../runtime/generation.js"
+import { loggerLayer } from "../runtime/logger.js"
+import { supervise } from "../runtime/supervisor.js"
+
+/** Where `npm start`'s development default keeps its generated configuration key. */
+export const devKeyFile = "data/dev-config.key"
+
+export interface ServeInput {
+  readonly configFile: string
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly dev: boolean
+  readonly extraRoutes?: ExtraRoutes
+}
+
+/**
+ * `GATEWAY_CONFIG_KEY` is required, except under `--dev` (npm start), which creates or reuses a
+ * development key file and says so loudly.
+ */
+const resolveConfigKey = (env: ServeInput["env"], dev: boolean) =>
+  Effect.gen(function* () {
+    const text = env["GATEWAY_CONFIG_KEY"]
+    if (text !== undefined || !dev) return yield* parseConfigKey(text)
+    const { key, created } = yield* loadDevConfigKey(devKeyFile)
+    process.stderr.write(
+      `\n  WARNING: GATEWAY_CONFIG_KEY is unset; ${created ? "created" : "using"} the DEVELOPMENT key ${devKeyFile}.\n` +
+        "  Secrets in this database are only as safe as that file. Never use --dev in production:\n" +
+        "  set GATEWAY_CONFIG_KEY (docs/secrets.md) and start with `gateway serve --config <file>`.\n\n"
+    )
+    return key
+  })
+
+export const runServe = (input: ServeInput) =>
+  Effect.gen(function* () {
+    const loaded = yield* loadConfig(input.configFile, input.env)
+    const key = yield* resolveConfigKey(input.env, input.dev)
+    yield* supervise({
+      configFile: input.configFile,
+      env: input.env,
+      loaded,
+      base: baseLayer(loaded.config.storage, key),
+      ...(input.extraRoutes === undefined ? {} : { extraRoutes: input.extraRoutes })
+    }).pipe(Effect.provide(loggerLayer(loaded.config.log_level)))
+  })
+
+export const serveCommand = (extraRoutes?: ExtraRoutes) =>
+  Command.make(
+    "serve",
+    {
+      config: Options.text("config").pipe(Options.withDescription("Path of the YAML configuration file")),
+      dev: Options.boolean("dev").pipe(
+        Options.withDescription(`Development only: without GATEWAY_CONFIG_KEY, create or reuse ${devKeyFile}`)
+      )
+    },
+    ({ config, dev }) =>
+      runServe({
+        configFile: config,
+        env: process.env,
+        dev,
+        ...(extraRoutes === undefined ? {} : { extraRoutes })
+      })
+  ).pipe(Command.withDescription("Run the gateway"))

@@ -1,0 +1,22 @@
+// Exit code: an invalid file fails with ConfigInvalid, which the main (run.ts exitCodeOf) maps to 2 and prints.
+import { Command, Options } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { loadConfig } from "../config/load.js"
+
+/**
+ * `gateway validate [--config <path>]` (spec: Command line): load, expand and check the file, build
+ * nothing. Valid: prints `<file>: OK`. Invalid: the ConfigInvalid message is one
+ * `<file>:<line>: <path>: <message>` line per problem.
+ */
+
+export const DEFAULT_CONFIG_PATH = "config/gateway.yaml"
+
+const config = Options.file("config").pipe(
+  Options.withDescription("path to the YAML configuration"),
+  Options.withDefault(DEFAULT_CONFIG_PATH)
+)
+
+export const validateCommand = Command.make("validate", { config }, ({ config }) =>
+  // The process edge: the only place the environment is read (design, house style 5).
+  loadConfig(config, process.env).pipe(Effect.zipRight(Console.log(`${config}: OK`)))
+).pipe(Command.withDescription("Validate the configuration file (exit 0 valid, 2 invalid)"))

@@ -1,0 +1,90 @@
+import { Redacted } from "effect"
+import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUnlessLoopback } from "./address.js"
+import { problem } from "./problem.js"
+import { type Rule, rule, when } from "./rule.js"
+
+/** Spec: "Local mode binds loopback only" — the local console has no login of its own to protect it. */
+export const adminListenAddress = rule("adminListenAddress", ["admin"], ({ admin }) => {
+  const address = parseListen(admin.listen)
+  if (address === undefined) {
+    return [problem("admin.listen", "expected host:port (IPv6 as [::1]:8081) with a port from 1 to 65535")]
+  }
+  return admin.mode === "local" && !isLoopbackHost(address.host)
+    ? [
+        problem(
+          "admin.listen",
+          `admin.mode local binds loopback only (127.0.0.0/8, ::1 or localhost), got "${address.host}"`
+        )
+      ]
+    : []
+})
+
+export const remoteAdminConfigured = rule("remoteAdminConfigured", ["admin"], ({ admin }) => {
+  if (admin.mode !== "remote") return []
+  return [
+    ...(admin.public_url === undefined
+      ? [problem("admin.public_url", "is required when admin.mode is remote")]
+      : when("admin.public_url", requireHttpsUnlessLoopback(admin.public_url))),
+    ...(admin.client_id === undefined ? [problem("admin.client_id", "is required when admin.mode is remote")] : [])
+  ]
+})
+
+/** With the built-in authorization server the console signs in as one of `auth.sso.clients`. */
+export const adminClientRegistered = rule("adminClientRegistered", ["admin", "auth"], ({ admin, auth }) => {
+  const clientId = admin.client_id
+  if (admin.mode !== "remote" || auth.mode !== "builtin" || clientId === undefined) return []
+  return auth.sso.clients.some((client) => client.id === clientId)
+    ? []
+    : [problem("admin.client_id", `no client "${clientId}" in auth.sso.clients`)]
+})
+
+export const clientAuthorizationConfigured = rule(
+  "clientAuthorizationConfigured",
+  ["client_authorization"],
+  ({ client_authorization }) =>
+    client_authorization.enabled && client_authorization.client_id === undefined
+      ? [problem("client_authorization.client_id", "is required when client_authorization.enabled is true")]
+      : []
+)
+
+/** Spec Limits: webhook secret at least 32 bytes; the HMAC key is the UTF-8 encoding of the text. */
+export const webhookSecure = rule("webhookSecure", ["admin"], ({ admin }) => {
+  const notifications = admin.approvals.notifications
+  if (notifications === undefined) return []
+  const base = "admin.approvals.notifications"
+  return [
+    ...when(`${base}.url`, requireHttps(notifications.url) ?? bareEndpoint(notifications.url)),
+    ...when(
+      `${base}.secret`,
+      Buffer.byteLength(Redacted.value(notifications.secret), "utf8") >= 32 ? undefined : "must be at least 32 bytes"
+    )
+  ]
+})
+
+const base64 = /^[A-Za-z0-9+/]+={0,2}$/
+
+/** Spec Limits: "Audit signing key — 64 bytes Ed25519 private (Base64)". */
+export const signingKeyBytes = (text: string): number | undefined =>
+  base64.test(text) && text.replace(/=+$/, "").length % 4 !== 1 ? Buffer.from(text, "base64").length : undefined
+
+export const auditArchiveValid = rule("auditArchiveValid", ["admin"], ({ admin }) => {
+  const archive = admin.approvals.audit_archive
+  if (archive === undefined) return []
+  const bytes = signingKeyBytes(Redacted.value(archive.signing_key))
+  return [
+    ...when("admin.approvals.audit_archive.url", requireHttps(archive.url)),
+    ...when(
+      "admin.approvals.audit_archive.signing_key",
+      bytes === 64 ? undefined : "expected the Base64 encoding of exactly 64 bytes (Ed25519 private key)"
+    )
+  ]
+})
+
+export const adminRules: ReadonlyArray<Rule> = [
+  adminListenAddress,
+  remoteAdminConfigured,
+  adminClientRegistered,
+  clientAuthorizationConfigured,
+  webhookSecure,
+  auditArchiveValid
+]

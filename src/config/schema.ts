@@ -1,0 +1,202 @@
+import { Duration, Schema } from "effect"
+import { DurationFromString } from "./duration.js"
+
+/**
+ * The YAML configuration as an `effect/Schema` model (spec: Resources → Static configuration).
+ * Field names are the YAML keys. Cross-field rules live in `rules.ts`; this file is shapes only.
+ */
+
+const NonEmpty = Schema.String.pipe(Schema.minLength(1))
+const Url = NonEmpty.pipe(
+  // Messages never echo the value: the loader appends it, unless it came from the environment.
+  Schema.filter((text) => URL.canParse(text) || "expected an absolute URL"),
+  Schema.annotations({ identifier: "URL" })
+)
+const Secret = Schema.Redacted(NonEmpty)
+const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () => Schema.Schema.Type<S>) =>
+  Schema.optionalWith(schema, { default: value })
+
+export const Upstream = Schema.Struct({
+  protocol: Schema.Literal("oidc", "oauth2"),
+  issuer: Url,
+  client_id: NonEmpty,
+  client_secret_env: NonEmpty,
+  token_auth_method: withDefault(
+    Schema.Literal("client_secret_post", "client_secret_basic"),
+    () => "client_secret_basic" as const
+  ),
+  scopes: withDefault(Schema.Array(NonEmpty), () => ["openid"]),
+  name_claim: Schema.optional(NonEmpty),
+  tenant_claim: Schema.optional(NonEmpty),
+  tenant_value: Schema.optional(NonEmpty),
+  groups_claim: Schema.optional(NonEmpty),
+  departments_claim: Schema.optional(NonEmpty),
+  authorization_url: Schema.optional(Url),
+  token_url: Schema.optional(Url),
+  userinfo_url: Schema.optional(Url),
+  subject_claim: Schema.optional(NonEmpty),
+  success_claim: Schema.optional(NonEmpty),
+  success_value: Schema.optional(Schema.String)
+})
+
+export const DownstreamClient = Schema.Struct({
+  id: NonEmpty,
+  redirect_uris: Schema.Array(Url).pipe(Schema.minItems(1)),
+  resources: Schema.Array(Url).pipe(Schema.minItems(1))
+})
+
+export const Sso = Schema.Struct({
+  upstream: Schema.optional(Upstream),
+  clients: withDefault(Schema.Array(DownstreamClient), () => []),
+  directory_token_env: Schema.optional(NonEmpty),
+  bootstrap_subjects: withDefault(Schema.Array(NonEmpty), () => [])
+})
+
+export const External = Schema.Struct({
+  jwks_url: Url,
+  algorithms: withDefault(
+    Schema.Array(Schema.Literal("EdDSA", "ES256", "ES384", "RS256", "PS256")),
+    () => ["RS256", "ES256", "EdDSA"] as const
+  )
+})
+
+export const Auth = Schema.Struct({
+  mode: withDefault(Schema.Literal("builtin", "external"), () => "builtin" as const),
+  issuer: Url,
+  enterprise_membership_max_age: withDefault(DurationFromString, () => Duration.hours(24)),
+  external: Schema.optional(External),
+  sso: withDefault(Sso, () => ({ clients: [], bootstrap_subjects: [] }))
+})
+
+export const Server = Schema.Struct({
+  public_url: Url,
+  listen: NonEmpty
+})
+
+export const PolicyChanges = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  required_scopes: withDefault(Schema.Array(NonEmpty), () => []),
+  subjects: Schema.optional(Schema.Array(NonEmpty)),
+  require_step_up: withDefault(Schema.Boolean, () => false)
+})
+
+export const Notifications = Schema.Struct({ url: Url, secret: Secret })
+
+export const AuditArchive = Schema.Struct({ url: Url, key_id: NonEmpty, signing_key: Secret })
+
+export const Admin = Schema.Struct({
+  mode: withDefault(Schema.Literal("local", "remote"), () => "local" as const),
+  listen: withDefault(NonEmpty, () => "127.0.0.1:8081"),
+  public_url: Schema.optional(Url),
+  client_id: Schema.optional(NonEmpty),
+  required_scopes: withDefault(Schema.Array(NonEmpty), () => ["gateway:admin"]),
+  approvals: withDefault(
+    Schema.Struct({
+      policy_changes: withDefault(PolicyChanges, () => ({
+        enabled: false,
+        required_scopes: [],
+        require_step_up: false
+      })),
+      notifications: Schema.optional(Notifications),
+      audit_archive: Schema.optional(AuditArchive)
+    }),
+    () => ({ policy_changes: { enabled: false, required_scopes: [], require_step_up: false } })
+  )
+})
+
+export const ClientAuthorization = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  client_id: Schema.optional(NonEmpty)
+})
+
+const JsonPointer = Schema.String.pipe(
+  Schema.filter((text) => text === "" || text.startsWith("/") || `expected a JSON Pointer starting with "/"`)
+)
+
+export const ResourceCondition = Schema.Struct({
+  argument: JsonPointer,
+  allowed_values: Schema.Array(Schema.String).pipe(Schema.minItems(1))
+})
+
+export const ApprovalPolicy = Schema.Struct({
+  required_approvals: withDefault(Schema.Literal(1, 2), () => 1 as const),
+  require_step_up: withDefault(Schema.Boolean, () => false),
+  operation_id_argument: Schema.optional(JsonPointer),
+  status_tool: Schema.optional(NonEmpty),
+  approvers: withDefault(Schema.Array(Schema.Struct({ subjects: Schema.Array(NonEmpty) })), () => []),
+  risk_rules: withDefault(
+    Schema.Array(
+      Schema.Struct({
+        resources: Schema.Array(ResourceCondition).pipe(Schema.minItems(1)),
+        required_approvals: Schema.optional(Schema.Literal(1, 2)),
+        require_step_up: Schema.optional(Schema.Boolean)
+      })
+    ),
+    () => []
+  )
+})
+
+export const ToolRule = Schema.Struct({
+  tools: Schema.Array(NonEmpty).pipe(Schema.minItems(1)),
+  publish: withDefault(Schema.Boolean, () => true),
+  write: withDefault(Schema.Boolean, () => false),
+  approval: Schema.optional(ApprovalPolicy)
+})
+
+export const BackendCredentials = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("bearer"), token: Secret }),
+  Schema.Struct({ type: Schema.Literal("basic"), username: NonEmpty, password: Secret })
+)
+
+export const BackendOAuth = Schema.Struct({
+  type: Schema.Literal("client_credentials"),
+  issuer: Url,
+  client_id: NonEmpty,
+  client_secret: Secret,
+  scopes: withDefault(Schema.Array(NonEmpty), () => [])
+})
+
+export const Backend = Schema.Struct({
+  id: NonEmpty.pipe(
+    Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
+      message: () => "expected a lowercase id of letters, digits, _ and -"
+    })
+  ),
+  url: Url,
+  allow_insecure_http: withDefault(Schema.Boolean, () => false),
+  headers: withDefault(Schema.Record({ key: NonEmpty, value: Schema.String }), () => ({})),
+  credentials: Schema.optional(BackendCredentials),
+  oauth: Schema.optional(BackendOAuth),
+  required: withDefault(Schema.Boolean, () => false),
+  required_scopes: withDefault(Schema.Array(NonEmpty), () => []),
+  tool_rules: withDefault(Schema.Array(ToolRule), () => []),
+  timeouts: withDefault(
+    Schema.Struct({
+      connect: withDefault(DurationFromString, () => Duration.seconds(10)),
+      call: withDefault(DurationFromString, () => Duration.seconds(60))
+    }),
+    () => ({ connect: Duration.seconds(10), call: Duration.seconds(60) })
+  )
+})
+
+export const Storage = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("sqlite"), path: NonEmpty }),
+  Schema.Struct({ type: Schema.Literal("postgres"), url: Schema.Redacted(NonEmpty) })
+)
+
+export const GatewayConfig = Schema.Struct({
+  server: Server,
+  storage: withDefault(Storage, () => ({ type: "sqlite" as const, path: "./data/gateway.db" })),
+  auth: Auth,
+  allowed_origins: withDefault(Schema.Array(Url), () => []),
+  drain_timeout: withDefault(DurationFromString, () => Duration.seconds(10)),
+  request_timeout: withDefault(DurationFromString, () => Duration.seconds(60)),
+  log_level: withDefault(Schema.Literal("debug", "info", "warn", "error"), () => "info" as const),
+  admin: withDefault(Admin, () => Schema.decodeSync(Admin)({})),
+  client_authorization: withDefault(ClientAuthorization, () => ({ enabled: false })),
+  backends: withDefault(Schema.Array(Backend), () => [])
+})
+
+export type GatewayConfig = typeof GatewayConfig.Type
+export type BackendConfig = typeof Backend.Type
+export type StorageConfig = typeof Storage.Type

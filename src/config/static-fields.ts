@@ -1,0 +1,58 @@
+import { Duration, Redacted } from "effect"
+import type { GatewayConfig } from "./schema.js"
+
+/**
+ * Spec Versioning 7 as data: the YAML paths a reload (SIGHUP) may not change. A candidate whose
+ * static paths differ is rejected before anything is built; the running generation keeps serving.
+ *
+ * - `server.listen`, `server.public_url`, all of `auth` (including `auth.sso`), `client_authorization`
+ *   and `admin`: listed by the spec.
+ * - `storage`: chosen at deployment creation (spec: Static configuration); a reload must not point a
+ *   running gateway at another database.
+ * - `log_level`: the logger is installed once per process (src/cli/serve.ts), so a reload could only
+ *   ignore a change silently; rejecting it says "restart" instead.
+ * - Reloadable: `allowed_origins`, `request_timeout`, `drain_timeout` and `backends` — everything not
+ *   listed here.
+ *
+ * The spec's `vault` fields have no key in this schema; add them here when they do.
+ */
+export const staticFields = [
+  "server.listen",
+  "server.public_url",
+  "storage",
+  "log_level",
+  "auth",
+  "client_authorization",
+  "admin"
+] as const
+
+export type StaticField = (typeof staticFields)[number]
+
+const at = (config: GatewayConfig, path: string): unknown =>
+  path.split(".").reduce<unknown>((value, key) => (isRecord(value) ? value[key] : undefined), config)
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Structural equality over decoded config values; secrets by revealed value, durations by length. */
+export const sameValue = (a: unknown, b: unknown): boolean => {
+  if (Redacted.isRedacted(a) || Redacted.isRedacted(b)) {
+    return Redacted.isRedacted(a) && Redacted.isRedacted(b) && sameValue(Redacted.value(a), Redacted.value(b))
+  }
+  if (Duration.isDuration(a) || Duration.isDuration(b)) {
+    return Duration.isDuration(a) && Duration.isDuration(b) && Duration.equals(a, b)
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => sameValue(item, b[i]))
+  }
+  if (isRecord(a) && isRecord(b)) {
+    // An absent optional key and one explicitly undefined mean the same configuration.
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+    return [...keys].every((key) => sameValue(a[key], b[key]))
+  }
+  return Object.is(a, b)
+}
+
+/** The static paths whose values differ between two configurations; empty means the reload may proceed. */
+export const staticChanges = (before: GatewayConfig, after: GatewayConfig): ReadonlyArray<StaticField> =>
+  staticFields.filter((path) => !sameValue(at(before, path), at(after, path)))

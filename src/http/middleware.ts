@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { RouteNotFound } from "@effect/platform/HttpServerError"
+import { Cause, type Duration, Effect, Exit, Fiber, FiberSet, LogLevel, Option } from "effect"
+import { formatDuration } from "../config/duration.js"
+import { errorResponse, HttpError, notFound } from "./error-body.js"
+
+/**
+ * Runs the request's work as a fiber of the generation (its FiberSet), so closing the generation's
+ * scope interrupts it; a client disconnect or the deadline interrupts the fiber too.
+ * A request cut off by its generation closing is answered 503 when headers were not yet sent.
+ */
+export const runInGeneration =
+  (fibers: FiberSet.FiberSet) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+    Effect.flatMap(FiberSet.run(fibers, app), (fiber) =>
+      Fiber.await(fiber).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.flatMap((exit) =>
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+            ? Effect.succeed(
+                errorResponse(
+                  503,
+                  "unavailable",
+                  "The request was cancelled because the gateway is reloading or stopping."
+                )
+              )
+            : exit
+        )
+      )
+    )
+
+// Access lines are debug so a busy gateway does not pay a write per request; 5xx are always logged.
+const logLevelFor = (status: number) => (status >= 500 ? LogLevel.Error : LogLevel.Debug)
+
+/**
+ * Request id, structured access log, the `request_timeout` deadline and the one error body.
+ * Errors the routes do not turn into responses become the JSON error body here; defects are
+ * logged with their cause and answered 500 without detail, so no secret can leak in a message.
+ */
+export const withRequestContext =
+  (requestTimeout: Duration.Duration) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.suspend(() => {
+      const requestId = randomUUID()
+      return handle(app, requestTimeout, requestId).pipe(Effect.annotateLogs("request_id", requestId))
+    })
+
+const handle = <E, R>(app: HttpApp.Default<E, R>, requestTimeout: Duration.Duration, requestId: string) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const started = performance.now()
+    const response = yield* app.pipe(
+      Effect.timeoutFail({
+        duration: requestTimeout,
+        onTimeout: () =>
+          new HttpError({
+            status: 504,
+            code: "request_timeout",
+            description: `The request did not complete within request_timeout (${formatDuration(requestTimeout)}).`
+          })
+      }),
+      Effect.catchAllCause((cause) => answerFailure(cause, requestId))
+    )
+    const status = response.status
+    const elapsed = Math.round((performance.now() - started) * 1000) / 1000
+    const path = request.url.split("?", 1)[0]
+    yield* Effect.logWithLevel(logLevelFor(status), "request").pipe(
+      Effect.annotateLogs({ method: request.method, path, status, ms: elapsed })
+    )
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  })
+
+const answerFailure = (cause: Cause.Cause<unknown>, requestId: string) => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof HttpError) {
+      return Effect.succeed(errorResponse(error.status, error.code, error.description, requestId, error.headers))
+    }
+    if (error instanceof RouteNotFound) return Effect.succeed(notFound(requestId))
+  }
+  if (Cause.isInterruptedOnly(cause)) {
+    return Effect.succeed(errorResponse(503, "unavailable", "The request was cancelled.", requestId))
+  }
+  return Effect.logError("unhandled failure", cause).pipe(
+    Effect.as(errorResponse(500, "internal_error", "The gateway failed to handle this request.", requestId))
+  )
+}

@@ -1,0 +1,14 @@
+import { HttpRouter } from "@effect/platform"
+import { healthz, readyz } from "./health.js"
+import { jwks, jwksPath } from "./jwks.js"
+import { otherMethods } from "./methods.js"
+
+/** The public listener's routes for one generation; anything else is 404 (spec: Errors). */
+export const routes = HttpRouter.empty.pipe(
+  healthz,
+  readyz,
+  jwks,
+  otherMethods("/healthz", ["GET"]),
+  otherMethods("/readyz", ["GET"]),
+  otherMethods(jwksPath, ["GET"])
+)

@@ -1,0 +1,85 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { HttpIncomingMessage, HttpRouter } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { type Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
+import type { LoadedConfig } from "../config/service.js"
+import { runInGeneration, withRequestContext } from "../http/middleware.js"
+import { routes } from "../http/routes.js"
+import { type BaseServices, type GenerationServices, generationLayer } from "./generation-layer.js"
+
+/** Extra routes a caller adds to every generation (the test harness adds a slow route this way). */
+export type ExtraRoutes = HttpRouter.HttpRouter<never, GenerationServices>
+
+/**
+ * A generation: everything built from one validated configuration, held by one Scope.
+ * Closing the scope interrupts its request fibers and releases its resources (design.md, "The shape").
+ */
+export interface Generation {
+  readonly id: number
+  readonly loaded: LoadedConfig
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => void
+  /** Responses not yet finished, counted from arrival to the end of the last byte. */
+  readonly inFlight: Set<ServerResponse>
+  readonly close: Effect.Effect<void>
+}
+
+// Bodies the gateway reads are small JSON documents; routes that need more raise it locally.
+const defaultMaxBody = Option.some(1024 * 1024)
+
+export const buildGeneration = (
+  id: number,
+  loaded: LoadedConfig,
+  base: Context.Context<BaseServices>,
+  extraRoutes?: ExtraRoutes
+): Effect.Effect<Generation, unknown> =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const built = yield* Effect.gen(function* () {
+      const context = yield* Layer.buildWithScope(
+        generationLayer(loaded).pipe(Layer.provideMerge(Layer.succeedContext(base))),
+        scope
+      )
+      const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
+      const router = extraRoutes === undefined ? routes : HttpRouter.concat(routes, extraRoutes)
+      const app = withRequestContext(loaded.config.request_timeout)(
+        runInGeneration(fibers)(HttpRouter.toHttpApp(router).pipe(Effect.flatten))
+      ).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
+      return yield* NodeHttpServer.makeHandler(app).pipe(Effect.provide(context))
+    }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
+    const inFlight = new Set<ServerResponse>()
+    return {
+      id,
+      loaded,
+      inFlight,
+      handle: (request: IncomingMessage, response: ServerResponse) => {
+        inFlight.add(response)
+        response.once("close", () => inFlight.delete(response))
+        built(request, response)
+      },
+      close: Scope.close(scope, Exit.void)
+    }
+  }).pipe(Effect.withSpan("Generation.build"))
+
+/** Waits until the generation has no response in flight, or the timeout passes; true when idle. */
+export const waitIdle = (generation: Generation, timeout: Duration.Duration): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    while (generation.inFlight.size > 0) yield* Effect.sleep(Duration.millis(20))
+  }).pipe(Effect.timeoutTo({ duration: timeout, onTimeout: () => false, onSuccess: () => true }))
+
+/**
+ * Closes the generation's scope, which interrupts its request fibers; those whose headers were not sent
+ * answer 503. After a short grace for those answers to be written, what is still open (a response
+ * already streaming) is destroyed.
+ */
+export const closeGeneration = (generation: Generation): Effect.Effect<void> =>
+  generation.close.pipe(
+    Effect.zipRight(waitIdle(generation, cancelGrace)),
+    Effect.zipRight(
+      Effect.sync(() => {
+        for (const response of generation.inFlight) response.destroy()
+        generation.inFlight.clear()
+      })
+    )
+  )
+
+const cancelGrace = Duration.seconds(1)

@@ -1,0 +1,70 @@
+import { createServer, type Server } from "node:http"
+import { Data, Effect } from "effect"
+import type { Generation } from "./generation.js"
+
+export class ListenError extends Data.TaggedError("ListenError")<{
+  readonly address: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `cannot listen on ${this.address}: ${this.reason}`
+  }
+}
+
+/**
+ * The public listener. It lives for the whole process (`server.listen` is static) and hands each
+ * request to the generation current at its arrival, so a reload never drops a connection.
+ */
+export interface Listener {
+  readonly server: Server
+  readonly port: number
+  activate(generation: Generation): void
+  /** Stops accepting connections; requests arriving on kept-alive connections get 503 and `Connection: close`. */
+  stopAccepting(): void
+  /** Closes every connection that is still open. */
+  closeAll(): void
+}
+
+const shuttingDownBody = JSON.stringify({ error: "shutting_down", error_description: "The gateway is shutting down." })
+
+export const makeListener = (host: string, port: number): Effect.Effect<Listener, ListenError> =>
+  Effect.async<Listener, ListenError>((resume) => {
+    let current: Generation | undefined
+    let accepting = true
+    const server = createServer({ headersTimeout: 20_000, requestTimeout: 0, keepAliveTimeout: 5_000 })
+    server.on("request", (request, response) => {
+      if (!accepting || current === undefined) {
+        response.shouldKeepAlive = false
+        response.writeHead(503, {
+          "content-type": "application/json",
+          "cache-control": "no-store",
+          connection: "close"
+        })
+        response.end(shuttingDownBody)
+        return
+      }
+      current.handle(request, response)
+    })
+    const onError = (error: NodeJS.ErrnoException) =>
+      resume(Effect.fail(new ListenError({ address: `${host}:${port}`, reason: error.code ?? error.message })))
+    server.once("error", onError)
+    server.listen(port, host, () => {
+      server.off("error", onError)
+      const address = server.address()
+      resume(
+        Effect.succeed({
+          server,
+          port: typeof address === "object" && address !== null ? address.port : port,
+          activate: (generation) => {
+            current = generation
+          },
+          stopAccepting: () => {
+            accepting = false
+            server.close()
+            server.closeIdleConnections()
+          },
+          closeAll: () => server.closeAllConnections()
+        })
+      )
+    })
+  })

@@ -1,0 +1,44 @@
+import { Cause, HashMap, Layer, Logger, LogLevel, Redacted } from "effect"
+
+/**
+ * Structured logs: one JSON object per line on stderr, so stdout stays free for command output.
+ * Values that are `Redacted` print as "<redacted>" (Effect's own toJSON), and the logger never
+ * serialises causes beyond their pretty text so a secret inside an error object is not walked.
+ */
+const levelName = (level: LogLevel.LogLevel): string => level.label.toLowerCase()
+
+const messageText = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((part) => (typeof part === "string" ? part : safeJson(part))).join(" ")
+}
+
+const safeJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value, (_, inner) => (Redacted.isRedacted(inner) ? "<redacted>" : inner)) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+export const jsonLogger = Logger.make<unknown, void>(({ logLevel, message, annotations, cause, date }) => {
+  const entry: Record<string, unknown> = {
+    time: date.toISOString(),
+    level: levelName(logLevel),
+    msg: messageText(message)
+  }
+  for (const [key, value] of HashMap.toEntries(annotations)) {
+    entry[key] = Redacted.isRedacted(value) ? "<redacted>" : value
+  }
+  if (!Cause.isEmpty(cause)) entry["cause"] = Cause.pretty(cause)
+  process.stderr.write(`${safeJson(entry)}\n`)
+})
+
+const levels = {
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error
+} as const
+
+export const loggerLayer = (level: keyof typeof levels = "info") =>
+  Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(levels[level]))

@@ -1,0 +1,258 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Redacted } from "effect"
+import * as admin from "../../src/config/admin-rules.js"
+import * as auth from "../../src/config/auth-rules.js"
+import * as backends from "../../src/config/backend-rules.js"
+import type { Rule } from "../../src/config/rule.js"
+import { allRules, checkRules } from "../../src/config/rules.js"
+import * as server from "../../src/config/server-rules.js"
+import type { ResolvedSecrets } from "../../src/config/service.js"
+import { configOf, noSecrets, signingKey64 } from "../fixtures/config/base.js"
+
+const run = (rule: Rule, patch: Record<string, unknown> = {}, secrets: ResolvedSecrets = noSecrets) =>
+  rule.check(configOf(patch), secrets).map(({ path, message }) => `${path}: ${message}`)
+
+const upstream = { protocol: "oidc", issuer: "https://idp.example.com", client_id: "gw", client_secret_env: "S" }
+const oauth2 = {
+  ...upstream,
+  protocol: "oauth2",
+  authorization_url: "https://idp.example.com/authorize",
+  token_url: "https://idp.example.com/token",
+  userinfo_url: "https://idp.example.com/userinfo",
+  subject_claim: "data.id"
+}
+const client = (id: string) => ({
+  id,
+  redirect_uris: ["http://127.0.0.1/cb"],
+  resources: ["https://gw.example.com/mcp"]
+})
+const backend = (fields: Record<string, unknown>) => ({ id: "a", url: "https://a.example.com/mcp", ...fields })
+
+describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => {
+  it("the base configuration passes every rule", () => {
+    expect(checkRules(configOf(), noSecrets)).toEqual([])
+    expect(new Set(allRules.map((rule) => rule.name)).size).toBe(allRules.length)
+  })
+
+  it("builtin mode: auth.issuer is the public origin plus /sso, exactly", () => {
+    expect(run(auth.issuerMatchesPublicUrl, { auth: { issuer: "https://gw.example.com/sso/" } })).toEqual([
+      'auth.issuer: must be "https://gw.example.com/sso" (origin of server.public_url + /sso)'
+    ])
+    expect(run(auth.issuerMatchesPublicUrl, { auth: { issuer: "https://other.example.com/sso" } })).toHaveLength(1)
+    expect(run(auth.issuerMatchesPublicUrl, { auth: { mode: "external", issuer: "https://idp.example.com" } })).toEqual(
+      []
+    )
+  })
+
+  it("external mode requires auth.external with an https JWKS URL", () => {
+    expect(run(auth.externalModeConfigured, { auth: { mode: "external" } })).toEqual([
+      "auth.external: is required when auth.mode is external"
+    ])
+    expect(
+      run(auth.externalModeConfigured, {
+        auth: { mode: "external", external: { jwks_url: "http://idp.example.com/jwks" } }
+      })
+    ).toEqual(["auth.external.jwks_url: must use https (got http)"])
+  })
+
+  it("tenant_claim and tenant_value come together (and success_claim/success_value)", () => {
+    expect(
+      run(auth.upstreamClaimsPaired, { auth: { sso: { upstream: { ...upstream, tenant_claim: "tid" } } } })
+    ).toEqual(["auth.sso.upstream.tenant_value: tenant_claim and tenant_value must be set together"])
+    expect(
+      run(auth.upstreamClaimsPaired, { auth: { sso: { upstream: { ...upstream, success_value: "0" } } } })
+    ).toEqual(["auth.sso.upstream.success_claim: success_claim and success_value must be set together"])
+    expect(
+      run(auth.upstreamClaimsPaired, {
+        auth: { sso: { upstream: { ...upstream, tenant_claim: "tid", tenant_value: "x" } } }
+      })
+    ).toEqual([])
+  })
+
+  it("protocol oauth2 requires its endpoints and subject_claim", () => {
+    expect(run(auth.oauth2UpstreamComplete, { auth: { sso: { upstream: oauth2 } } })).toEqual([])
+    expect(
+      run(auth.oauth2UpstreamComplete, { auth: { sso: { upstream: { ...upstream, protocol: "oauth2" } } } })
+    ).toEqual([
+      "auth.sso.upstream.authorization_url: is required when protocol is oauth2",
+      "auth.sso.upstream.token_url: is required when protocol is oauth2",
+      "auth.sso.upstream.userinfo_url: is required when protocol is oauth2",
+      "auth.sso.upstream.subject_claim: is required when protocol is oauth2"
+    ])
+  })
+
+  it("upstream issuer and endpoints use https", () => {
+    const insecure = { ...oauth2, issuer: "http://idp.example.com", token_url: "http://idp.example.com/token" }
+    expect(run(auth.upstreamSecure, { auth: { sso: { upstream: insecure } } })).toEqual([
+      "auth.sso.upstream.issuer: must use https (got http)",
+      "auth.sso.upstream.token_url: must use https (got http)"
+    ])
+  })
+
+  it("downstream client ids are unique", () => {
+    expect(
+      run(auth.ssoClientIdsUnique, { auth: { sso: { clients: [client("a"), client("b"), client("a")] } } })
+    ).toEqual(['auth.sso.clients[2].id: duplicate client id "a"'])
+  })
+
+  it("the directory secret is at least 32 characters (Limits: Directory bearer secret)", () => {
+    const secrets = (value: string) => ({ ...noSecrets, directoryToken: Redacted.make(value) })
+    expect(run(auth.directorySecretLength, {}, secrets("x".repeat(31)))).toEqual([
+      "auth.sso.directory_token_env: the directory secret in this variable must be at least 32 characters"
+    ])
+    expect(run(auth.directorySecretLength, {}, secrets("x".repeat(32)))).toEqual([])
+  })
+
+  it("the webhook secret is at least 32 bytes of UTF-8 and its URL https without credentials, query or fragment", () => {
+    const notifications = (url: string, secret: string) => ({
+      admin: { approvals: { notifications: { url, secret } } }
+    })
+    expect(run(admin.webhookSecure, notifications("https://hooks.example.com/x", "é".repeat(16)))).toEqual([])
+    expect(run(admin.webhookSecure, notifications("https://hooks.example.com/x", "x".repeat(31)))).toEqual([
+      "admin.approvals.notifications.secret: must be at least 32 bytes"
+    ])
+    for (const [url, message] of [
+      ["http://hooks.example.com/x", "must use https (got http)"],
+      ["https://u:p@hooks.example.com/x", "must not contain credentials"],
+      ["https://hooks.example.com/x?token=1", "must not contain a query"],
+      ["https://hooks.example.com/x#f", "must not contain a fragment"]
+    ] as const) {
+      expect(run(admin.webhookSecure, notifications(url, "x".repeat(32)))).toEqual([
+        `admin.approvals.notifications.url: ${message}`
+      ])
+    }
+  })
+
+  it("the archive URL is https and the signing key Base64 of exactly 64 bytes (Limits: Audit signing key)", () => {
+    const archive = (url: string, signing_key: string) => ({
+      admin: { approvals: { audit_archive: { url, key_id: "k", signing_key } } }
+    })
+    expect(run(admin.auditArchiveValid, archive("https://archive.example.com", signingKey64))).toEqual([])
+    expect(
+      run(admin.auditArchiveValid, archive("http://archive.example.com", Buffer.alloc(32).toString("base64")))
+    ).toEqual([
+      "admin.approvals.audit_archive.url: must use https (got http)",
+      "admin.approvals.audit_archive.signing_key: expected the Base64 encoding of exactly 64 bytes (Ed25519 private key)"
+    ])
+    expect(
+      run(admin.auditArchiveValid, archive("https://archive.example.com", `${signingKey64.slice(0, -4)}!!==`))
+    ).toHaveLength(1)
+  })
+
+  it("local admin mode binds loopback only", () => {
+    expect(run(admin.adminListenAddress, { admin: { listen: "[::1]:8081" } })).toEqual([])
+    expect(run(admin.adminListenAddress, { admin: { listen: "0.0.0.0:8081" } })).toEqual([
+      'admin.listen: admin.mode local binds loopback only (127.0.0.0/8, ::1 or localhost), got "0.0.0.0"'
+    ])
+    expect(run(admin.adminListenAddress, { admin: { listen: "10.0.0.5:8081" } })).toHaveLength(1)
+    expect(run(admin.adminListenAddress, { admin: { listen: "8081" } })).toHaveLength(1)
+  })
+
+  it("remote admin mode requires public_url and client_id, registered as a downstream client in builtin mode", () => {
+    expect(run(admin.remoteAdminConfigured, { admin: { mode: "remote" } })).toEqual([
+      "admin.public_url: is required when admin.mode is remote",
+      "admin.client_id: is required when admin.mode is remote"
+    ])
+    const remote = {
+      admin: { mode: "remote", public_url: "https://admin.example.com", client_id: "console", listen: "0.0.0.0:8081" }
+    }
+    expect(run(admin.remoteAdminConfigured, remote)).toEqual([])
+    expect(run(admin.adminListenAddress, remote)).toEqual([])
+    expect(run(admin.adminClientRegistered, remote)).toEqual([
+      'admin.client_id: no client "console" in auth.sso.clients'
+    ])
+    expect(run(admin.adminClientRegistered, { ...remote, auth: { sso: { clients: [client("console")] } } })).toEqual([])
+  })
+
+  it("client_authorization.enabled requires its client_id", () => {
+    expect(run(admin.clientAuthorizationConfigured, { client_authorization: { enabled: true } })).toEqual([
+      "client_authorization.client_id: is required when client_authorization.enabled is true"
+    ])
+    expect(
+      run(admin.clientAuthorizationConfigured, { client_authorization: { enabled: true, client_id: "portal" } })
+    ).toEqual([])
+  })
+
+  it("server.listen is host:port with a port from 1 to 65535", () => {
+    expect(run(server.listenAddress, { server: { listen: "0.0.0.0:70000" } })).toEqual([
+      "server.listen: expected host:port (IPv6 as [::1]:8080) with a port from 1 to 65535"
+    ])
+  })
+
+  it("server.public_url uses https unless its host is loopback, and has no fragment", () => {
+    const at = (public_url: string) => ({
+      server: { public_url },
+      auth: { issuer: `${new URL(public_url).origin}/sso` }
+    })
+    expect(run(server.publicUrlSecure, at("http://gw.example.com/mcp"))).toEqual([
+      "server.public_url: must use https (plain http is allowed only on a loopback host)"
+    ])
+    expect(run(server.publicUrlSecure, at("http://127.0.0.1:8080/mcp"))).toEqual([])
+    expect(run(server.publicUrlSecure, at("https://gw.example.com/mcp#x"))).toEqual([
+      "server.public_url: must not contain a fragment"
+    ])
+  })
+
+  it("the public and admin listeners do not share a port", () => {
+    expect(run(server.listenersDistinct, { server: { listen: "0.0.0.0:8081" } })).toEqual([
+      "admin.listen: uses the same port as server.listen (8081)"
+    ])
+    expect(run(server.listenersDistinct, { server: { listen: "127.0.0.2:8081" } })).toEqual([])
+  })
+
+  it("allowed_origins are exact origins, postgres URLs are postgres URLs, deadlines are positive", () => {
+    expect(
+      run(server.allowedOriginsExact, { allowed_origins: ["https://app.example.com", "https://app.example.com/"] })
+    ).toEqual([
+      'allowed_origins[1]: expected an origin such as https://app.example.com, got "https://app.example.com/"'
+    ])
+    expect(run(server.storageUrl, { storage: { type: "postgres", url: "mysql://u:pw@db/x" } })).toEqual([
+      "storage.url: expected a postgres:// or postgresql:// URL"
+    ])
+    expect(run(server.requestTimeoutPositive, { request_timeout: "0s" })).toEqual([
+      "request_timeout: must be greater than zero"
+    ])
+  })
+
+  it("backend ids are unique", () => {
+    expect(
+      run(backends.backendIdsUnique, { backends: [backend({}), backend({ url: "https://b.example.com/mcp" })] })
+    ).toEqual(['backends[1].id: duplicate backend id "a"'])
+  })
+
+  it("backend URLs use https unless allow_insecure_http is true", () => {
+    expect(run(backends.backendUrlsSecure, { backends: [backend({ url: "http://a.example.com/mcp" })] })).toEqual([
+      "backends[0].url: must use https (set allow_insecure_http: true to allow plain http)"
+    ])
+    expect(
+      run(backends.backendUrlsSecure, {
+        backends: [backend({ url: "http://a.example.com/mcp", allow_insecure_http: true })]
+      })
+    ).toEqual([])
+    expect(
+      run(backends.backendUrlsSecure, {
+        backends: [backend({ url: "ws://a.example.com/mcp", allow_insecure_http: true })]
+      })
+    ).toEqual(["backends[0].url: must use https"])
+  })
+
+  it("backend OAuth issuers use https; credentials and oauth are exclusive; timeouts are positive", () => {
+    const oauth = { type: "client_credentials", issuer: "http://auth.example.com", client_id: "gw", client_secret: "s" }
+    expect(run(backends.backendOAuthIssuerSecure, { backends: [backend({ oauth })] })).toEqual([
+      "backends[0].oauth.issuer: must use https (got http)"
+    ])
+    expect(
+      run(backends.backendAuthExclusive, {
+        backends: [backend({ oauth, credentials: { type: "bearer", token: "t" } })]
+      })
+    ).toEqual(["backends[0]: set credentials or oauth, not both"])
+    expect(run(backends.backendTimeoutsPositive, { backends: [backend({ timeouts: { call: "0ms" } })] })).toEqual([
+      "backends[0].timeouts.call: must be greater than zero"
+    ])
+  })
+
+  it("runs the rules over the sections that decoded when others did not", () => {
+    const partial = { admin: configOf({ admin: { listen: "0.0.0.0:8081" } }).admin }
+    expect(checkRules(partial, noSecrets).map((each) => each.path)).toEqual(["admin.listen"])
+  })
+})

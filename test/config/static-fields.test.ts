@@ -1,0 +1,62 @@
+import { describe, expect, it } from "@effect/vitest"
+import { staticChanges, staticFields } from "../../src/config/static-fields.js"
+import { configOf } from "../fixtures/config/base.js"
+
+// Spec Versioning 7: restart required for server.listen, server.public_url, all auth, client_authorization and
+// admin fields; reloadable: allowed origins, request/drain parameters, backends. Storage and log_level are static too.
+
+describe("staticChanges (spec Versioning 7)", () => {
+  it("lists the static fields as data", () => {
+    expect(staticFields).toEqual([
+      "server.listen",
+      "server.public_url",
+      "storage",
+      "log_level",
+      "auth",
+      "client_authorization",
+      "admin"
+    ])
+  })
+
+  it("finds nothing between two loads of the same file", () => {
+    expect(staticChanges(configOf(), configOf())).toEqual([])
+  })
+
+  it("ignores reloadable fields", () => {
+    const after = configOf({
+      allowed_origins: ["https://app.example.com"],
+      request_timeout: "5s",
+      drain_timeout: "1m",
+      backends: [{ id: "a", url: "https://a.example.com/mcp" }]
+    })
+    expect(staticChanges(configOf(), after)).toEqual([])
+  })
+
+  it("reports each changed static path", () => {
+    const after = configOf({
+      server: { listen: "0.0.0.0:9090", public_url: "https://gw2.example.com/mcp" },
+      auth: { issuer: "https://gw2.example.com/sso" },
+      storage: { type: "sqlite", path: "/var/lib/other.db" },
+      log_level: "debug",
+      client_authorization: { enabled: true, client_id: "portal" },
+      admin: { listen: "127.0.0.1:9091" }
+    })
+    expect(staticChanges(configOf(), after)).toEqual([...staticFields])
+  })
+
+  it("compares secrets by value and durations by length, deep inside auth and admin", () => {
+    const webhook = (secret: string) => ({
+      admin: { approvals: { notifications: { url: "https://hooks.example.com", secret } } }
+    })
+    expect(staticChanges(configOf(webhook("a".repeat(32))), configOf(webhook("a".repeat(32))))).toEqual([])
+    expect(staticChanges(configOf(webhook("a".repeat(32))), configOf(webhook("b".repeat(32))))).toEqual(["admin"])
+    const maxAge = (value: string) => ({ auth: { enterprise_membership_max_age: value } })
+    expect(staticChanges(configOf(maxAge("24h")), configOf(maxAge("1d")))).toEqual([])
+    expect(staticChanges(configOf(maxAge("24h")), configOf(maxAge("12h")))).toEqual(["auth"])
+  })
+
+  it("treats an absent optional value and an added one as a change", () => {
+    const after = configOf({ auth: { sso: { directory_token_env: "DIR_TOKEN" } } })
+    expect(staticChanges(configOf(), after)).toEqual(["auth"])
+  })
+})

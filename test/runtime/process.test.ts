@@ -1,0 +1,183 @@
+/**
+ * Spec: Endpoints (/healthz, /readyz, 404), Versioning 7 (reload) and 9 (shutdown), tested on a
+ * real spawned `gateway serve` process with real signals.
+ */
+import { afterEach, describe, expect, it } from "vitest"
+import { freePort, type GatewayProcess, startGateway } from "../support/gateway-process.js"
+
+interface Knobs {
+  readonly requestTimeout?: string
+  readonly drainTimeout?: string
+  readonly publicPath?: string
+  readonly extra?: string
+}
+
+const yaml =
+  (port: number, knobs: Knobs = {}) =>
+  (dir: string) =>
+    `
+server:
+  listen: 127.0.0.1:${port}
+  public_url: http://127.0.0.1:${port}${knobs.publicPath ?? "/mcp"}
+auth:
+  issuer: http://127.0.0.1:${port}/sso
+storage:
+  type: sqlite
+  path: ${dir}/gateway.db
+request_timeout: ${knobs.requestTimeout ?? "30s"}
+drain_timeout: ${knobs.drainTimeout ?? "5s"}
+${knobs.extra ?? ""}
+`
+
+let gateway: GatewayProcess | undefined
+afterEach(async () => {
+  await gateway?.stop()
+  gateway = undefined
+})
+
+const start = async (knobs: Knobs = {}) => {
+  const port = await freePort()
+  gateway = await startGateway({ port, config: yaml(port, knobs) })
+  return { gateway, port, rewrite: (next: Knobs) => gateway!.writeConfig(yaml(port, next)(gateway!.dir)) }
+}
+
+const slow = (base: string, ms: number) => fetch(`${base}/__test/slow?ms=${ms}`)
+
+const reload = async (process: GatewayProcess, expectLog: string) => {
+  const from = process.stderr().length
+  process.child.kill("SIGHUP")
+  await process.waitForLog(expectLog, from)
+}
+
+describe("gateway serve (spawned process)", () => {
+  it("answers /healthz, /readyz and the JSON 404 body (spec: Endpoints, Errors)", async () => {
+    const { gateway } = await start()
+    const health = await fetch(`${gateway.baseUrl}/healthz`)
+    expect(health.status).toBe(200)
+    expect(await health.json()).toEqual({ status: "ok" })
+    expect(health.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+
+    const ready = await fetch(`${gateway.baseUrl}/readyz`)
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toEqual({
+      backends_ready: 0,
+      backends_total: 0,
+      required_ready: 0,
+      required_total: 0,
+      auth_verifier_ready: true
+    })
+
+    const missing = await fetch(`${gateway.baseUrl}/no/such/path`)
+    expect(missing.status).toBe(404)
+    const body = await missing.json()
+    expect(body).toEqual({
+      error: "not_found",
+      error_description: expect.any(String),
+      request_id: missing.headers.get("x-request-id")
+    })
+  })
+
+  it("reports 503 on /readyz while a required backend is not connected (spec: Errors, 503 on /readyz)", async () => {
+    const { gateway } = await start({
+      extra: `backends:\n  - id: tools\n    url: http://127.0.0.1:9/mcp\n    allow_insecure_http: true\n    required: true\n`
+    })
+    const ready = await fetch(`${gateway.baseUrl}/readyz`)
+    expect(ready.status).toBe(503)
+    expect(await ready.json()).toMatchObject({ backends_total: 1, required_total: 1, required_ready: 0 })
+  })
+
+  it("publishes the signing keys as a JWKS without private parts", async () => {
+    const { gateway } = await start()
+    const response = await fetch(`${gateway.baseUrl}/sso/jwks.json`)
+    expect(response.status).toBe(200)
+    const jwks = (await response.json()) as { keys: Array<Record<string, unknown>> }
+    expect(jwks.keys.length).toBeGreaterThanOrEqual(1)
+    for (const key of jwks.keys) {
+      expect(key["kid"]).toEqual(expect.any(String))
+      expect(key).not.toHaveProperty("d")
+    }
+  })
+
+  it("enforces request_timeout with a 504 error body", async () => {
+    const { gateway } = await start({ requestTimeout: "300ms" })
+    const response = await slow(gateway.baseUrl, 2_000)
+    expect(response.status).toBe(504)
+    expect(await response.json()).toMatchObject({ error: "request_timeout" })
+  })
+
+  it("a good reload takes effect: a changed request_timeout (spec: Versioning 7)", async () => {
+    const { gateway, rewrite } = await start({ requestTimeout: "300ms" })
+    expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
+    rewrite({ requestTimeout: "10s" })
+    await reload(gateway, '"msg":"reloaded"')
+    expect((await slow(gateway.baseUrl, 800)).status).toBe(200)
+  })
+
+  it("a slow in-flight request completes during a reload (spec: Versioning 7)", async () => {
+    const { gateway, rewrite } = await start({ drainTimeout: "10s" })
+    const inFlight = slow(gateway.baseUrl, 1_500)
+    await new Promise((done) => setTimeout(done, 200))
+    rewrite({ drainTimeout: "10s", requestTimeout: "20s" })
+    await reload(gateway, '"msg":"reloaded"')
+    const response = await inFlight
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ slept: 1_500 })
+    await gateway.waitForLog('"msg":"generation closed"')
+  })
+
+  it("a request longer than drain_timeout is cancelled when its generation retires", async () => {
+    const { gateway, rewrite } = await start({ drainTimeout: "300ms" })
+    const started = Date.now()
+    const inFlight = slow(gateway.baseUrl, 10_000)
+    await new Promise((done) => setTimeout(done, 200))
+    rewrite({ drainTimeout: "300ms", requestTimeout: "20s" })
+    await reload(gateway, '"msg":"reloaded"')
+    const response = await inFlight
+    expect(response.status).toBe(503)
+    expect(await response.json()).toMatchObject({ error: "unavailable" })
+    expect(Date.now() - started).toBeLessThan(5_000)
+  })
+
+  it("a reload that changes a static field is rejected and the old generation keeps serving", async () => {
+    const { gateway, rewrite } = await start({ requestTimeout: "300ms" })
+    rewrite({ requestTimeout: "10s", publicPath: "/other" })
+    await reload(gateway, "reload rejected: static fields changed")
+    expect(gateway.stderr()).toContain("server.public_url")
+    // The old request_timeout still applies: the candidate was never built.
+    expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
+  })
+
+  it("a reload with an invalid file is rejected and the old generation keeps serving", async () => {
+    const { gateway } = await start({ requestTimeout: "300ms" })
+    gateway.writeConfig("server: [this is not: valid")
+    await reload(gateway, "reload rejected: invalid configuration")
+    expect((await fetch(`${gateway.baseUrl}/healthz`)).status).toBe(200)
+    expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
+  })
+
+  it("SIGTERM lets an in-flight request finish, refuses new connections, and exits 0 (spec: Versioning 9)", async () => {
+    const { gateway } = await start({ drainTimeout: "10s" })
+    const inFlight = slow(gateway.baseUrl, 1_000)
+    await new Promise((done) => setTimeout(done, 200))
+    gateway.child.kill("SIGTERM")
+    await gateway.waitForLog('"msg":"shutting down"')
+    await expect(fetch(`${gateway.baseUrl}/healthz`)).rejects.toThrow()
+    const response = await inFlight
+    expect(response.status).toBe(200)
+    expect(await gateway.exited).toBe(0)
+  })
+
+  it("SIGINT cancels a request longer than drain_timeout and still exits 0", async () => {
+    const { gateway } = await start({ drainTimeout: "300ms" })
+    const started = Date.now()
+    const inFlight = slow(gateway.baseUrl, 10_000).then(
+      (response) => response.status,
+      () => "closed"
+    )
+    await new Promise((done) => setTimeout(done, 200))
+    gateway.child.kill("SIGINT")
+    expect(await gateway.exited).toBe(0)
+    expect([503, "closed"]).toContain(await inFlight)
+    expect(Date.now() - started).toBeLessThan(5_000)
+  })
+})

@@ -1,0 +1,149 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+const root = resolve(import.meta.dirname, "../..")
+const testEntry = join(root, "test/support/serve-for-tests.ts")
+const mainEntry = join(root, "src/main.ts")
+// Absolute, because the child's working directory is a temp dir without node_modules.
+const tsxLoader = join(root, "node_modules/tsx/dist/loader.mjs")
+
+export const newConfigKey = () => randomBytes(32).toString("base64")
+
+export interface RunResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the `gateway` executable (through tsx) to completion. */
+export const runGatewayCommand = (
+  args: ReadonlyArray<string>,
+  options: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {}
+): Promise<RunResult> =>
+  new Promise((done, fail) => {
+    const child = spawn(process.execPath, ["--import", tsxLoader, mainEntry, ...args], {
+      cwd: options.cwd ?? root,
+      env: cleanEnv(options.env),
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk
+    })
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      fail(new Error(`gateway ${args.join(" ")} did not finish\n${stderr}`))
+    }, options.timeoutMs ?? 20_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      done({ code, stdout, stderr })
+    })
+  })
+
+// The child gets a minimal environment: PATH and HOME for tooling, plus what the test passes.
+const cleanEnv = (extra: Record<string, string | undefined> = {}) => {
+  const env: Record<string, string> = { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/tmp" }
+  for (const [key, value] of Object.entries(extra)) if (value !== undefined) env[key] = value
+  return env
+}
+
+export interface GatewayProcess {
+  readonly dir: string
+  readonly configFile: string
+  readonly baseUrl: string
+  readonly child: ChildProcess
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string
+  /** Resolves when a stderr line containing `text` appears after `from` (an offset into stderr). */
+  waitForLog(text: string, from?: number, timeoutMs?: number): Promise<void>
+  readonly exited: Promise<number | null>
+  writeConfig(text: string): void
+  stop(): Promise<void>
+}
+
+/**
+ * Starts `gateway serve` in a temp directory with the given YAML (its `{{port}}` placeholder is
+ * replaced by a free port the test picks) and waits for it to serve.
+ */
+export const startGateway = async (options: {
+  config: (dir: string) => string
+  env?: Record<string, string>
+  port: number
+}): Promise<GatewayProcess> => {
+  const dir = mkdtempSync(join(tmpdir(), "gateway-test-"))
+  const configFile = join(dir, "gateway.yaml")
+  writeFileSync(configFile, options.config(dir))
+  const child = spawn(process.execPath, ["--import", tsxLoader, testEntry, "serve", "--config", configFile], {
+    cwd: dir,
+    env: cleanEnv({ GATEWAY_CONFIG_KEY: newConfigKey(), ...options.env }),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stderr = ""
+  const waiters = new Set<() => void>()
+  child.stderr!.on("data", (chunk) => {
+    stderr += chunk
+    for (const waiter of waiters) waiter()
+  })
+  child.stdout!.resume()
+  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
+  const waitForLog = (text: string, from = 0, timeoutMs = 15_000) =>
+    new Promise<void>((done, fail) => {
+      const check = () => {
+        if (stderr.indexOf(text, from) >= 0) {
+          waiters.delete(check)
+          clearTimeout(timer)
+          done()
+        }
+      }
+      const timer = setTimeout(() => {
+        waiters.delete(check)
+        fail(new Error(`timed out waiting for "${text}" in gateway stderr:\n${stderr}`))
+      }, timeoutMs)
+      waiters.add(check)
+      check()
+    })
+  const gateway: GatewayProcess = {
+    dir,
+    configFile,
+    baseUrl: `http://127.0.0.1:${options.port}`,
+    child,
+    stderr: () => stderr,
+    waitForLog,
+    exited,
+    writeConfig: (text) => writeFileSync(configFile, text),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL")
+        await exited
+      }
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  await Promise.race([
+    waitForLog("gateway serving"),
+    exited.then((code) => {
+      throw new Error(`gateway exited with ${code} before serving:\n${stderr}`)
+    })
+  ])
+  return gateway
+}
+
+/** A port that was free a moment ago (the listener's address is static config, so tests pick one). */
+export const freePort = async (): Promise<number> => {
+  const { createServer } = await import("node:net")
+  return new Promise((done) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => done(port))
+    })
+  })
+}
