@@ -1,0 +1,21 @@
+import { Context, Data } from "effect"
+
+/** Spec Versioning 1 and 3: a fresh 2.4.0 deployment uses schema version 10, with no migration path. */
+export const SCHEMA_VERSION = 10
+export const PRODUCT_VERSION = "2.4.0"
+
+export type StoreKind = "sqlite" | "postgres"
+
+/** Why the store could not be opened. Messages name the database but never carry a password. */
+export class StoreError extends Data.TaggedError("StoreError")<{
+  readonly message: string
+}> {}
+
+/**
+ * The opened, verified and migrated database of this deployment. Repositories use `SqlClient.SqlClient`,
+ * which every store layer provides alongside this tag, so they are written once for both dialects.
+ */
+export class Store extends Context.Tag("gateway/Store")<
+  Store,
+  { readonly kind: StoreKind; readonly schemaVersion: typeof SCHEMA_VERSION }
+>() {}
