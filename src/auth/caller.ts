@@ -1,0 +1,27 @@
+import { Context, Data, type Effect } from "effect"
+
+/**
+ * Who is calling /mcp, as established from a verified access token. `subject` is the gateway-internal
+ * user id in builtin mode (never an upstream subject) and the external token's `sub` in external mode.
+ */
+export interface Caller {
+  readonly issuer: string
+  readonly subject: string
+  readonly scopes: ReadonlySet<string>
+  readonly clientId: string | undefined
+  readonly sessionId: string | undefined
+  readonly tokenId: string | undefined
+  readonly expiresAt: number
+}
+
+export class SessionRejected extends Data.TaggedError("SessionRejected")<{ readonly reason: string }> {}
+
+/**
+ * The per-request check that the token's stored session is live and its user currently enabled
+ * (spec: Authentication → MCP entry 4). Provided by the authorization server; called after the JWT
+ * itself verified, on every /mcp request, so revocation takes effect without waiting for expiry.
+ */
+export class SessionGuard extends Context.Tag("gateway/SessionGuard")<
+  SessionGuard,
+  { readonly check: (caller: Caller) => Effect.Effect<void, SessionRejected> }
+>() {}
