@@ -41,9 +41,11 @@ export const buildGeneration = (
       )
       const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
       const router = extraRoutes === undefined ? routes : HttpRouter.concat(routes, extraRoutes)
-      const app = withRequestContext(loaded.config.request_timeout)(
-        runInGeneration(fibers)(HttpRouter.toHttpApp(router).pipe(Effect.flatten))
-      ).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
+      // The router's lookup table is built once per generation, not per request.
+      const routerApp = yield* HttpRouter.toHttpApp(router)
+      const app = withRequestContext(loaded.config.request_timeout)(runInGeneration(fibers)(routerApp)).pipe(
+        HttpIncomingMessage.withMaxBodySize(defaultMaxBody)
+      )
       return yield* NodeHttpServer.makeHandler(app).pipe(Effect.provide(context))
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
     const inFlight = new Set<ServerResponse>()

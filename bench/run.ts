@@ -1,0 +1,54 @@
+import { readFileSync } from "node:fs"
+import { arch, availableParallelism, cpus, loadavg, platform } from "node:os"
+import * as healthz from "./healthz.js"
+import * as startup from "./startup.js"
+import { ensureBuilt, projectRoot } from "./support/build.js"
+import type { Suite } from "./support/suite.js"
+import { formatTable } from "./support/table.js"
+
+/** Every suite, in run order. A new suite is a file exporting `name` and `run`, added here. */
+const suites: ReadonlyArray<Suite> = [startup, healthz]
+
+const picked = process.argv.slice(2)
+const unknown = picked.filter((wanted) => !suites.some((suite) => suite.name === wanted))
+if (unknown.length > 0) {
+  process.stderr.write(`unknown suite(s): ${unknown.join(", ")}; known: ${suites.map((s) => s.name).join(", ")}\n`)
+  process.exit(2)
+}
+const selected = picked.length === 0 ? suites : suites.filter((suite) => picked.includes(suite.name))
+
+const { version } = JSON.parse(readFileSync(`${projectRoot}package.json`, "utf8")) as { readonly version: string }
+const cpu = cpus()[0]?.model.trim() ?? "unknown CPU"
+
+// Other work on the machine skews every figure: say so beside them. Read before our own build adds to it.
+const [load1 = 0] = loadavg()
+const busy = load1 > availableParallelism() / 2
+const began = performance.now()
+process.stderr.write("bench: building (npm run build)…\n")
+await ensureBuilt()
+
+process.stdout.write(
+  `## gateway ${version} benchmarks\n\n` +
+    `${new Date().toISOString()} · Node ${process.version} · ${platform()} ${arch()} · ` +
+    `${availableParallelism()} × ${cpu} · load average ${load1.toFixed(2)}` +
+    (busy ? " (busy machine: figures are unreliable, run again when it is idle)" : "") +
+    "\n"
+)
+
+let failed = false
+for (const suite of selected) {
+  const from = performance.now()
+  process.stderr.write(`bench: ${suite.name}…\n`)
+  try {
+    const table = await suite.run()
+    process.stdout.write(`\n${formatTable(table)}\n`)
+  } catch (error) {
+    failed = true
+    const message = error instanceof Error ? error.message : String(error)
+    process.stdout.write(`\n### ${suite.name}\n\nFAILED: ${message.split("\n")[0]}\n`)
+    process.stderr.write(`bench: ${suite.name} failed:\n${message}\n`)
+  }
+  process.stderr.write(`bench: ${suite.name} took ${((performance.now() - from) / 1000).toFixed(1)} s\n`)
+}
+process.stderr.write(`bench: done in ${((performance.now() - began) / 1000).toFixed(1)} s\n`)
+process.exit(failed ? 1 : 0)
