@@ -31,7 +31,8 @@ ENV npm_config_build_from_source=better-sqlite3 \
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm npm ci
 
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 
 # Prune keeps the addon compiled above (a second `npm ci --omit=dev` would compile it again).

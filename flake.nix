@@ -58,7 +58,7 @@
           ./package.json
           ./package-lock.json
           ./tsconfig.json
-          ./tsconfig.build.json
+          ./scripts
           ./src
         ];
       };
@@ -85,7 +85,7 @@
             pkgs.removeReferencesTo
           ];
 
-          # `npm run build` (tsc) runs in the default build phase. Installing is done here rather
+          # `npm run build` (the esbuild bundle, scripts/build.mjs) runs in the default build phase. Installing is done here rather
           # than by npm pack, which would drop dist/ because .gitignore lists it.
           installPhase = ''
             runHook preInstall

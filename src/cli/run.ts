@@ -3,6 +3,8 @@ import { NodeContext } from "@effect/platform-node"
 import { Cause, Effect, Exit, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
+import { devTokenCommand } from "./dev-token.js"
+import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
 import { validateCommand } from "./validate.js"
 
@@ -38,7 +40,7 @@ const describe = (cause: Cause.Cause<unknown>): string => {
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
   Command.make("gateway").pipe(
     Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
-    Command.withSubcommands([serveCommand(extraRoutes), validateCommand])
+    Command.withSubcommands([serveCommand(extraRoutes), validateCommand, initAdminCommand, devTokenCommand])
   )
 
 /**

@@ -1,5 +1,6 @@
 import { Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
+import { DevSessionGuard } from "../auth/dev-session.js"
 import { loadConfig } from "../config/load.js"
 import { loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
 import { baseLayer } from "../runtime/base.js"
@@ -21,7 +22,7 @@ export interface ServeInput {
  * `GATEWAY_CONFIG_KEY` is required, except under `--dev` (npm start), which creates or reuses a
  * development key file and says so loudly.
  */
-const resolveConfigKey = (env: ServeInput["env"], dev: boolean) =>
+export const resolveConfigKey = (env: ServeInput["env"], dev: boolean) =>
   Effect.gen(function* () {
     const text = env["GATEWAY_CONFIG_KEY"]
     if (text !== undefined || !dev) return yield* parseConfigKey(text)
@@ -42,7 +43,10 @@ export const runServe = (input: ServeInput) =>
       configFile: input.configFile,
       env: input.env,
       loaded,
-      base: baseLayer(loaded.config.storage, key),
+      // --dev also accepts `gateway dev-token` tokens (docs/mcp.md); production never does.
+      base: input.dev
+        ? DevSessionGuard.pipe(Layer.provideMerge(baseLayer(loaded.config.storage, key)))
+        : baseLayer(loaded.config.storage, key),
       ...(input.extraRoutes === undefined ? {} : { extraRoutes: input.extraRoutes })
     }).pipe(Effect.provide(loggerLayer(loaded.config.log_level)))
   })

@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { registeredRedirectUriProblem } from "../auth/redirect-uri.js"
 import { requireHttps } from "./address.js"
 import { problem } from "./problem.js"
 import { type Rule, rule, when } from "./rule.js"
@@ -68,6 +69,28 @@ export const ssoClientIdsUnique = rule("ssoClientIdsUnique", ["auth"], ({ auth }
   })
 })
 
+/** Spec: Enterprise login 4 — no wildcards or fragments; plain http only on loopback (RFC 8252). */
+export const ssoRedirectUrisValid = rule("ssoRedirectUrisValid", ["auth"], ({ auth }) =>
+  auth.sso.clients.flatMap((client, index) =>
+    client.redirect_uris.flatMap((uri, position) =>
+      when(`auth.sso.clients[${index}].redirect_uris[${position}]`, registeredRedirectUriProblem(uri))
+    )
+  )
+)
+
+/** The consent portal signs in as one of the downstream clients of the built-in server. */
+export const clientAuthorizationClientRegistered = rule(
+  "clientAuthorizationClientRegistered",
+  ["auth", "client_authorization"],
+  ({ auth, client_authorization }) => {
+    const clientId = client_authorization.client_id
+    if (auth.mode !== "builtin" || !client_authorization.enabled || clientId === undefined) return []
+    return auth.sso.clients.some((client) => client.id === clientId)
+      ? []
+      : [problem("client_authorization.client_id", `no client "${clientId}" in auth.sso.clients`)]
+  }
+)
+
 /** Spec Limits: directory bearer secret at least 32 characters (code points, not UTF-16 units). */
 export const directorySecretLength = rule("directorySecretLength", [], (_, secrets) => {
   const token = secrets.directoryToken
@@ -84,5 +107,7 @@ export const authRules: ReadonlyArray<Rule> = [
   oauth2UpstreamComplete,
   upstreamSecure,
   ssoClientIdsUnique,
+  ssoRedirectUrisValid,
+  clientAuthorizationClientRegistered,
   directorySecretLength
 ]

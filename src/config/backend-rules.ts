@@ -1,5 +1,6 @@
 import { Duration } from "effect"
-import { requireHttps } from "./address.js"
+import { requireHttpsUnlessLoopback } from "./address.js"
+import { formatPath } from "./path.js"
 import { problem } from "./problem.js"
 import { type Rule, rule, when } from "./rule.js"
 import type { ConfigProblem } from "./service.js"
@@ -24,9 +25,12 @@ export const backendUrlsSecure = rule("backendUrlsSecure", ["backends"], ({ back
   })
 )
 
+/** The client secret goes to this issuer: https, or plain http on loopback only (development, tests). */
 export const backendOAuthIssuerSecure = rule("backendOAuthIssuerSecure", ["backends"], ({ backends }) =>
   backends.flatMap((backend, index) =>
-    backend.oauth === undefined ? [] : when(`backends[${index}].oauth.issuer`, requireHttps(backend.oauth.issuer))
+    backend.oauth === undefined
+      ? []
+      : when(`backends[${index}].oauth.issuer`, requireHttpsUnlessLoopback(backend.oauth.issuer))
   )
 )
 
@@ -49,10 +53,69 @@ export const backendTimeoutsPositive = rule("backendTimeoutsPositive", ["backend
   )
 )
 
+/** A pattern in two rules would make publication depend on rule order; say which one instead. */
+export const toolPatternsUnique = rule("toolPatternsUnique", ["backends"], ({ backends }) =>
+  backends.flatMap((backend, index) => {
+    const seen = new Set<string>()
+    return backend.tool_rules.flatMap((toolRule, ruleIndex) =>
+      toolRule.tools.flatMap((pattern, patternIndex) => {
+        if (!seen.has(pattern)) {
+          seen.add(pattern)
+          return []
+        }
+        const path = `backends[${index}].tool_rules[${ruleIndex}].tools[${patternIndex}]`
+        return [problem(path, `"${pattern}" already appears in an earlier tool rule of this backend`)]
+      })
+    )
+  })
+)
+
+// The transport sets these itself; a fixed header must not override the protocol or the body framing.
+const managedHeaders = new Set([
+  "accept",
+  "connection",
+  "content-length",
+  "content-type",
+  "host",
+  "transfer-encoding",
+  "mcp-method",
+  "mcp-name",
+  "mcp-protocol-version",
+  "mcp-session-id"
+])
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+export const backendHeadersAllowed = rule("backendHeadersAllowed", ["backends"], ({ backends }) =>
+  backends.flatMap((backend, index) =>
+    Object.keys(backend.headers).flatMap((name): ReadonlyArray<ConfigProblem> => {
+      const path = formatPath(["backends", index, "headers", name])
+      const lower = name.toLowerCase()
+      if (!headerName.test(name)) return [problem(path, "is not a valid HTTP header name")]
+      if (managedHeaders.has(lower) || lower.startsWith("mcp-param-")) {
+        return [problem(path, "is set by the MCP transport and cannot be configured")]
+      }
+      if (lower === "authorization" && (backend.credentials !== undefined || backend.oauth !== undefined)) {
+        return [problem(path, "conflicts with credentials/oauth, which set Authorization")]
+      }
+      return []
+    })
+  )
+)
+
+export const catalogRefreshPositive = rule("catalogRefreshPositive", ["catalog"], ({ catalog }) =>
+  when(
+    "catalog.refresh_interval",
+    Duration.toMillis(catalog.refresh_interval) >= 1000 ? undefined : "must be at least 1s"
+  )
+)
+
 export const backendRules: ReadonlyArray<Rule> = [
   backendIdsUnique,
   backendUrlsSecure,
   backendOAuthIssuerSecure,
   backendAuthExclusive,
-  backendTimeoutsPositive
+  backendTimeoutsPositive,
+  toolPatternsUnique,
+  backendHeadersAllowed,
+  catalogRefreshPositive
 ]

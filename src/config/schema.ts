@@ -136,8 +136,13 @@ export const ApprovalPolicy = Schema.Struct({
   )
 })
 
+/** An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). */
+const ToolPattern = NonEmpty.pipe(
+  Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported")
+)
+
 export const ToolRule = Schema.Struct({
-  tools: Schema.Array(NonEmpty).pipe(Schema.minItems(1)),
+  tools: Schema.Array(ToolPattern).pipe(Schema.minItems(1)),
   publish: withDefault(Schema.Boolean, () => true),
   write: withDefault(Schema.Boolean, () => false),
   approval: Schema.optional(ApprovalPolicy)
@@ -160,7 +165,9 @@ export const Backend = Schema.Struct({
   id: NonEmpty.pipe(
     Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
       message: () => "expected a lowercase id of letters, digits, _ and -"
-    })
+    }),
+    // Exposed names are `<id>__<name>` (docs/mcp.md): these two rules keep that mapping one-to-one.
+    Schema.filter((id) => (!id.includes("__") && !id.endsWith("_")) || 'must not contain "__" or end with "_"')
   ),
   url: Url,
   allow_insecure_http: withDefault(Schema.Boolean, () => false),
@@ -184,6 +191,12 @@ export const Storage = Schema.Union(
   Schema.Struct({ type: Schema.Literal("postgres"), url: Schema.Redacted(NonEmpty) })
 )
 
+/** How the aggregated catalog is kept and served (docs/mcp.md); reloadable. */
+export const Catalog = Schema.Struct({
+  refresh_interval: withDefault(DurationFromString, () => Duration.minutes(5)),
+  page_size: withDefault(Schema.Int.pipe(Schema.between(1, 10_000)), () => 1000)
+})
+
 export const GatewayConfig = Schema.Struct({
   server: Server,
   storage: withDefault(Storage, () => ({ type: "sqlite" as const, path: "./data/gateway.db" })),
@@ -191,6 +204,7 @@ export const GatewayConfig = Schema.Struct({
   allowed_origins: withDefault(Schema.Array(Url), () => []),
   drain_timeout: withDefault(DurationFromString, () => Duration.seconds(10)),
   request_timeout: withDefault(DurationFromString, () => Duration.seconds(60)),
+  catalog: withDefault(Catalog, () => ({ refresh_interval: Duration.minutes(5), page_size: 1000 })),
   log_level: withDefault(Schema.Literal("debug", "info", "warn", "error"), () => "info" as const),
   admin: withDefault(Admin, () => Schema.decodeSync(Admin)({})),
   client_authorization: withDefault(ClientAuthorization, () => ({ enabled: false })),

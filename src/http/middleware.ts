@@ -30,7 +30,8 @@ export const runInGeneration =
       )
     )
 
-// Access lines are debug so a busy gateway does not pay a write per request; 5xx are always logged.
+// Access lines are debug, and built only when debug is on, so a busy gateway does not pay for them;
+// 5xx answers are always logged.
 const logLevelFor = (status: number) => (status >= 500 ? LogLevel.Error : LogLevel.Debug)
 
 /**
@@ -39,14 +40,19 @@ const logLevelFor = (status: number) => (status >= 500 ? LogLevel.Error : LogLev
  * logged with their cause and answered 500 without detail, so no secret can leak in a message.
  */
 export const withRequestContext =
-  (requestTimeout: Duration.Duration) =>
+  (requestTimeout: Duration.Duration, accessLog: boolean) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
     Effect.suspend(() => {
       const requestId = randomUUID()
-      return handle(app, requestTimeout, requestId).pipe(Effect.annotateLogs("request_id", requestId))
+      return handle(app, requestTimeout, requestId, accessLog).pipe(Effect.annotateLogs("request_id", requestId))
     })
 
-const handle = <E, R>(app: HttpApp.Default<E, R>, requestTimeout: Duration.Duration, requestId: string) =>
+const handle = <E, R>(
+  app: HttpApp.Default<E, R>,
+  requestTimeout: Duration.Duration,
+  requestId: string,
+  accessLog: boolean
+) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const started = performance.now()
@@ -63,11 +69,13 @@ const handle = <E, R>(app: HttpApp.Default<E, R>, requestTimeout: Duration.Durat
       Effect.catchAllCause((cause) => answerFailure(cause, requestId))
     )
     const status = response.status
-    const elapsed = Math.round((performance.now() - started) * 1000) / 1000
-    const path = request.url.split("?", 1)[0]
-    yield* Effect.logWithLevel(logLevelFor(status), "request").pipe(
-      Effect.annotateLogs({ method: request.method, path, status, ms: elapsed })
-    )
+    if (accessLog || status >= 500) {
+      const elapsed = Math.round((performance.now() - started) * 1000) / 1000
+      const path = request.url.split("?", 1)[0]
+      yield* Effect.logWithLevel(logLevelFor(status), "request").pipe(
+        Effect.annotateLogs({ method: request.method, path, status, ms: elapsed })
+      )
+    }
     return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })
 

@@ -1,4 +1,5 @@
 import { HttpRouter } from "@effect/platform"
+import { ssoRouter } from "../auth/routes.js"
 import { healthz, readyz } from "./health.js"
 import { jwks, jwksPath } from "./jwks.js"
 import { otherMethods } from "./methods.js"
@@ -10,5 +11,6 @@ export const routes = HttpRouter.empty.pipe(
   jwks,
   otherMethods("/healthz", ["GET"]),
   otherMethods("/readyz", ["GET"]),
-  otherMethods(jwksPath, ["GET"])
+  otherMethods(jwksPath, ["GET"]),
+  HttpRouter.concat(ssoRouter)
 )

@@ -1,10 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpIncomingMessage, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { type Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
+import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
+import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
 import type { LoadedConfig } from "../config/service.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
 import { routes } from "../http/routes.js"
+import { Backends } from "../mcp/backends.js"
+import type { BackendCatalog } from "../mcp/catalog.js"
+import { mcpRoutes } from "../mcp/route.js"
 import { type BaseServices, type GenerationServices, generationLayer } from "./generation-layer.js"
 
 /** Extra routes a caller adds to every generation (the test harness adds a slow route this way). */
@@ -20,6 +24,8 @@ export interface Generation {
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void
   /** Responses not yet finished, counted from arrival to the end of the last byte. */
   readonly inFlight: Set<ServerResponse>
+  /** Backend catalogs the next generation may inherit (spec Versioning 8), by catalog-source identity. */
+  readonly catalogs: () => ReadonlyMap<string, BackendCatalog>
   readonly close: Effect.Effect<void>
 }
 
@@ -30,23 +36,34 @@ export const buildGeneration = (
   id: number,
   loaded: LoadedConfig,
   base: Context.Context<BaseServices>,
-  extraRoutes?: ExtraRoutes
+  extraRoutes?: ExtraRoutes,
+  previous?: ReadonlyMap<string, BackendCatalog>
 ): Effect.Effect<Generation, unknown> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const built = yield* Effect.gen(function* () {
       const context = yield* Layer.buildWithScope(
-        generationLayer(loaded).pipe(Layer.provideMerge(Layer.succeedContext(base))),
+        generationLayer(loaded, previous).pipe(Layer.provideMerge(Layer.succeedContext(base))),
         scope
       )
       const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
-      const router = extraRoutes === undefined ? routes : HttpRouter.concat(routes, extraRoutes)
+      const publicUrl = loaded.config.server.public_url
+      const served = routes.pipe(
+        HttpRouter.concat(mcpRoutes(publicUrl)),
+        HttpRouter.concat(resourceMetadataRoutes(publicUrl))
+      )
+      const router = extraRoutes === undefined ? served : HttpRouter.concat(served, extraRoutes)
       // The router's lookup table is built once per generation, not per request.
       const routerApp = yield* HttpRouter.toHttpApp(router)
-      const app = withRequestContext(loaded.config.request_timeout)(runInGeneration(fibers)(routerApp)).pipe(
-        HttpIncomingMessage.withMaxBodySize(defaultMaxBody)
+      const app = withRequestContext(
+        loaded.config.request_timeout,
+        loaded.config.log_level === "debug"
+      )(runInGeneration(fibers)(routerApp)).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
+      // No trace exporter exists, so spans would be built and dropped on every request.
+      const handler = yield* NodeHttpServer.makeHandler(app.pipe(Effect.withTracerEnabled(false))).pipe(
+        Effect.provide(context)
       )
-      return yield* NodeHttpServer.makeHandler(app).pipe(Effect.provide(context))
+      return { handler, backends: Context.get(context, Backends) }
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
     const inFlight = new Set<ServerResponse>()
     return {
@@ -56,8 +73,9 @@ export const buildGeneration = (
       handle: (request: IncomingMessage, response: ServerResponse) => {
         inFlight.add(response)
         response.once("close", () => inFlight.delete(response))
-        built(request, response)
+        built.handler(request, response)
       },
+      catalogs: () => built.backends.inheritable(),
       close: Scope.close(scope, Exit.void)
     }
   }).pipe(Effect.withSpan("Generation.build"))

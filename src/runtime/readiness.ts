@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import { Config } from "../config/service.js"
-import { Signer } from "../crypto/signer.js"
+import { BearerVerifier } from "../auth/bearer.js"
+import { Backends } from "../mcp/backends.js"
 
 /** The readiness fields of the spec (Resources → Notification and archive shapes, "Readiness body"). */
 export interface ReadinessReport {
@@ -21,23 +21,25 @@ export class Readiness extends Context.Tag("gateway/Readiness")<
 >() {}
 
 /**
- * Readiness before the data plane exists: backends are counted from the configuration and none is
- * connected yet, so a required backend keeps the gateway unready (deny on doubt).
+ * Readiness of a generation: its backends (a backend serving an inherited catalog is not ready, spec
+ * Versioning 8) and its token verifier (external JWKS loaded, or the Signer's key present).
  */
-export const ReadinessFromConfig = Layer.effect(
+export const ReadinessLive = Layer.effect(
   Readiness,
   Effect.gen(function* () {
-    const { config } = yield* Config
-    const signer = yield* Signer
-    const required = config.backends.filter((backend) => backend.required).length
+    const { slots } = yield* Backends
+    const verifier = yield* BearerVerifier
     return {
-      report: Effect.map(signer.ready, (verifierReady) => ({
-        backends_ready: 0,
-        backends_total: config.backends.length,
-        required_ready: 0,
-        required_total: required,
-        auth_verifier_ready: verifierReady
-      }))
+      report: Effect.map(verifier.ready, (verifierReady) => {
+        const ready = slots.filter((slot) => slot.status === "ready")
+        return {
+          backends_ready: ready.length,
+          backends_total: slots.length,
+          required_ready: ready.filter((slot) => slot.config.required).length,
+          required_total: slots.filter((slot) => slot.config.required).length,
+          auth_verifier_ready: verifierReady
+        }
+      })
     }
   })
 )

@@ -69,7 +69,8 @@ export const supervise = (options: SuperviseOptions) =>
             )
           }
           const id = state.next++
-          const candidate = yield* buildGeneration(id, candidateConfig.value, base, options.extraRoutes).pipe(
+          const previous = state.current.catalogs()
+          const candidate = yield* buildGeneration(id, candidateConfig.value, base, options.extraRoutes, previous).pipe(
             Effect.tapErrorCause((cause) =>
               Effect.logError("reload failed: the previous generation keeps serving", cause)
             ),

@@ -63,7 +63,10 @@ describe("shipped configuration files", () => {
       expect(config.backends.map((b) => [b.id, b.url, b.allow_insecure_http, b.required])).toEqual([
         ["demo", "http://127.0.0.1:8090/mcp", true, false]
       ])
-      expect(config.backends[0]?.tool_rules[0]?.publish).toBe(true)
+      expect(config.backends[0]?.tool_rules.map((rule) => [rule.tools, rule.publish, rule.write])).toEqual([
+        [["*"], true, false],
+        [["create_note", "delete_note"], true, true]
+      ])
     })
   )
 })

@@ -34,6 +34,34 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
     expect(new Set(allRules.map((rule) => rule.name)).size).toBe(allRules.length)
   })
 
+  it("auth.sso.clients redirect URIs: no fragment, no wildcard, http only on loopback", () => {
+    const withUris = (uris: ReadonlyArray<string>) => ({
+      auth: { sso: { clients: [{ ...client("a"), redirect_uris: uris }] } }
+    })
+    expect(run(auth.ssoRedirectUrisValid, withUris(["http://127.0.0.1/cb", "https://app.example.com/cb"]))).toEqual([])
+    expect(
+      run(
+        auth.ssoRedirectUrisValid,
+        withUris(["https://app.example.com/cb#x", "https://*.example.com/cb", "http://app.example.com/cb"])
+      )
+    ).toEqual([
+      "auth.sso.clients[0].redirect_uris[0]: must not contain a fragment",
+      "auth.sso.clients[0].redirect_uris[1]: must not contain wildcards",
+      "auth.sso.clients[0].redirect_uris[2]: must use https (plain http is allowed only on a loopback host)"
+    ])
+  })
+
+  it("client_authorization.client_id names one of auth.sso.clients in builtin mode", () => {
+    const patch = (id: string) => ({
+      auth: { sso: { clients: [client("portal")] } },
+      client_authorization: { enabled: true, client_id: id }
+    })
+    expect(run(auth.clientAuthorizationClientRegistered, patch("portal"))).toEqual([])
+    expect(run(auth.clientAuthorizationClientRegistered, patch("other"))).toEqual([
+      'client_authorization.client_id: no client "other" in auth.sso.clients'
+    ])
+  })
+
   it("builtin mode: auth.issuer is the public origin plus /sso, exactly", () => {
     expect(run(auth.issuerMatchesPublicUrl, { auth: { issuer: "https://gw.example.com/sso/" } })).toEqual([
       'auth.issuer: must be "https://gw.example.com/sso" (origin of server.public_url + /sso)'
@@ -220,6 +248,41 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
     ).toEqual(['backends[1].id: duplicate backend id "a"'])
   })
 
+  it("backend ids keep exposed names one-to-one: no '__', no trailing '_' (docs/mcp.md)", () => {
+    expect(() => configOf({ backends: [backend({ id: "a__b" })] })).toThrow('must not contain "__" or end with "_"')
+    expect(() => configOf({ backends: [backend({ id: "a_" })] })).toThrow('must not contain "__" or end with "_"')
+    expect(configOf({ backends: [backend({ id: "a_b-c" })] }).backends[0]?.id).toBe("a_b-c")
+  })
+
+  it("tool patterns: one trailing * at most, and each pattern in one rule only", () => {
+    expect(() => configOf({ backends: [backend({ tool_rules: [{ tools: ["a*b"] }] })] })).toThrow(
+      "only a single trailing * is supported"
+    )
+    expect(
+      run(backends.toolPatternsUnique, {
+        backends: [backend({ tool_rules: [{ tools: ["search_*"] }, { tools: ["x", "search_*"], publish: false }] })]
+      })
+    ).toEqual([
+      'backends[0].tool_rules[1].tools[1]: "search_*" already appears in an earlier tool rule of this backend'
+    ])
+  })
+
+  it("fixed headers cannot override the transport or the configured credentials", () => {
+    const headers = { "Mcp-Protocol-Version": "x", "Mcp-Param-Region": "eu", Authorization: "Bearer t", "X-Ok": "1" }
+    expect(run(backends.backendHeadersAllowed, { backends: [backend({ headers })] })).toEqual([
+      "backends[0].headers.Mcp-Protocol-Version: is set by the MCP transport and cannot be configured",
+      "backends[0].headers.Mcp-Param-Region: is set by the MCP transport and cannot be configured"
+    ])
+    expect(
+      run(backends.backendHeadersAllowed, {
+        backends: [backend({ headers, credentials: { type: "bearer", token: "t" } })]
+      })
+    ).toContain("backends[0].headers.Authorization: conflicts with credentials/oauth, which set Authorization")
+    expect(run(backends.catalogRefreshPositive, { catalog: { refresh_interval: "500ms" } })).toEqual([
+      "catalog.refresh_interval: must be at least 1s"
+    ])
+  })
+
   it("backend URLs use https unless allow_insecure_http is true", () => {
     expect(run(backends.backendUrlsSecure, { backends: [backend({ url: "http://a.example.com/mcp" })] })).toEqual([
       "backends[0].url: must use https (set allow_insecure_http: true to allow plain http)"
@@ -239,7 +302,7 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
   it("backend OAuth issuers use https; credentials and oauth are exclusive; timeouts are positive", () => {
     const oauth = { type: "client_credentials", issuer: "http://auth.example.com", client_id: "gw", client_secret: "s" }
     expect(run(backends.backendOAuthIssuerSecure, { backends: [backend({ oauth })] })).toEqual([
-      "backends[0].oauth.issuer: must use https (got http)"
+      "backends[0].oauth.issuer: must use https (plain http is allowed only on a loopback host)"
     ])
     expect(
       run(backends.backendAuthExclusive, {

@@ -76,15 +76,21 @@ export const startGateway = async (options: {
   config: (dir: string) => string
   env?: Record<string, string>
   port: number
+  /** Extra `serve` flags, e.g. `--dev` (accepts `gateway dev-token` tokens; GATEWAY_CONFIG_KEY still wins). */
+  args?: ReadonlyArray<string>
 }): Promise<GatewayProcess> => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-test-"))
   const configFile = join(dir, "gateway.yaml")
   writeFileSync(configFile, options.config(dir))
-  const child = spawn(process.execPath, ["--import", tsxLoader, testEntry, "serve", "--config", configFile], {
-    cwd: dir,
-    env: cleanEnv({ GATEWAY_CONFIG_KEY: newConfigKey(), ...options.env }),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+  const child = spawn(
+    process.execPath,
+    ["--import", tsxLoader, testEntry, "serve", "--config", configFile, ...(options.args ?? [])],
+    {
+      cwd: dir,
+      env: cleanEnv({ GATEWAY_CONFIG_KEY: newConfigKey(), ...options.env }),
+      stdio: ["ignore", "pipe", "pipe"]
+    }
+  )
   let stderr = ""
   const waiters = new Set<() => void>()
   child.stderr!.on("data", (chunk) => {

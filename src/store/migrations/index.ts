@@ -2,6 +2,12 @@ import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import gatewayMeta from "./0001_gateway_meta.js"
 import signingKeys from "./0002_signing_keys.js"
+import users from "./0003_users.js"
+import localCredentials from "./0004_local_credentials.js"
+import browserSessions from "./0005_browser_sessions.js"
+import sessions from "./0006_sessions.js"
+import refreshTokens from "./0007_refresh_tokens.js"
+import clientGrants from "./0008_client_grants.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
 export const MIGRATIONS_TABLE = "gateway_migrations"
@@ -13,5 +19,11 @@ export const MIGRATIONS_TABLE = "gateway_migrations"
  */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_gateway_meta": gatewayMeta,
-  "0002_signing_keys": signingKeys
+  "0002_signing_keys": signingKeys,
+  "0003_users": users,
+  "0004_local_credentials": localCredentials,
+  "0005_browser_sessions": browserSessions,
+  "0006_sessions": sessions,
+  "0007_refresh_tokens": refreshTokens,
+  "0008_client_grants": clientGrants
 }

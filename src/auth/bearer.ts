@@ -1,0 +1,110 @@
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import * as jose from "jose"
+import { Config } from "../config/service.js"
+import { Signer } from "../crypto/signer.js"
+import type { HttpError } from "../http/error-body.js"
+import { invalidToken, missingToken } from "./bearer-challenge.js"
+import { type Caller, SessionGuard } from "./caller.js"
+import { makeExternalKeys } from "./external-jwks.js"
+import { metadataUrl } from "./resource-metadata.js"
+import { callerFromClaims } from "./token-claims.js"
+
+/**
+ * Verifies the bearer token of an /mcp request (spec: Authentication → MCP entry). Issuer, audience
+ * (= `server.public_url`), expiry and the algorithm allow-list are always checked. In `builtin` mode the
+ * token must also belong to a live stored session (SessionGuard); without a SessionGuard in the context
+ * every builtin token is refused, so a build without the session store denies instead of trusting JWTs alone.
+ */
+export class BearerVerifier extends Context.Tag("gateway/BearerVerifier")<
+  BearerVerifier,
+  {
+    readonly verify: (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
+    readonly ready: Effect.Effect<boolean>
+  }
+>() {}
+
+/** RFC 6750 §2.1: `Bearer <token>`, scheme case-insensitive; the only accepted bearer method. */
+export const bearerToken = (authorization: string | undefined): string | undefined => {
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? "")
+  return match?.[1]
+}
+
+// External issuers run on other clocks; a few seconds of skew must not reject fresh tokens.
+const externalClockTolerance = Duration.seconds(5)
+
+export const BearerVerifierLive = Layer.scoped(
+  BearerVerifier,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const signer = yield* Signer
+    const challengeUrl = metadataUrl(config.server.public_url)
+    const audience = config.server.public_url
+    const issuer = config.auth.issuer
+    const rejected = (description: string) => invalidToken(challengeUrl, description)
+
+    const builtin = (token: string) =>
+      Effect.gen(function* () {
+        const payload = yield* signer
+          .verify(token, { issuer, audience })
+          .pipe(Effect.mapError((error) => rejected(describe(error.code))))
+        const caller = callerFromClaims(payload)
+        const guard = yield* Effect.serviceOption(SessionGuard)
+        if (Option.isNone(guard)) return yield* rejected("No session store is available to check this token.")
+        yield* guard.value
+          .check(caller)
+          .pipe(Effect.mapError(() => rejected("The token's session is no longer valid.")))
+        return caller
+      })
+
+    const external = config.auth.external
+    const externalVerify =
+      external === undefined
+        ? undefined
+        : yield* Effect.map(makeExternalKeys(external.jwks_url), (keys) => ({
+            keys,
+            verify: (token: string) =>
+              Effect.gen(function* () {
+                const currentDate = new Date(yield* Clock.currentTimeMillis)
+                const { payload } = yield* Effect.tryPromise({
+                  try: () =>
+                    jose.jwtVerify(token, keys.getKey, {
+                      issuer,
+                      audience,
+                      algorithms: [...external.algorithms],
+                      requiredClaims: ["exp", "sub"],
+                      clockTolerance: Duration.toSeconds(externalClockTolerance),
+                      currentDate
+                    }),
+                  catch: (error) => rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
+                })
+                return callerFromClaims(payload)
+              })
+          }))
+
+    const verifyToken =
+      config.auth.mode === "external" && externalVerify !== undefined ? externalVerify.verify : builtin
+    return {
+      verify: (authorization) => {
+        if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
+        const token = bearerToken(authorization)
+        if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
+        return verifyToken(token)
+      },
+      ready: config.auth.mode === "external" && externalVerify !== undefined ? externalVerify.keys.loaded : signer.ready
+    }
+  })
+)
+
+// Safe, fixed texts: jose's messages can quote claim values, which are attacker-chosen.
+const describe = (code: string): string => {
+  switch (code) {
+    case "ERR_JWT_EXPIRED":
+      return "The token has expired."
+    case "ERR_JWT_CLAIM_VALIDATION_FAILED":
+      return "The token's issuer, audience or claims are not accepted here."
+    case "ERR_JOSE_ALG_NOT_ALLOWED":
+      return "The token's signing algorithm is not accepted."
+    default:
+      return "The token could not be verified."
+  }
+}

@@ -1,0 +1,23 @@
+import { Effect, Layer, Option } from "effect"
+import { type Caller, SessionGuard, SessionRejected } from "./caller.js"
+
+/**
+ * DEVELOPMENT ONLY (`gateway serve --dev`, i.e. `npm start`): accepts the short-lived tokens that
+ * `gateway dev-token` mints, recognised by their `dev:` session id, so a newcomer can try /mcp before the
+ * authorization server exists. Every other token goes to the real SessionGuard when there is one, and is
+ * refused otherwise. Never installed without `--dev`, so production never accepts a dev token.
+ */
+export const devSessionPrefix = "dev:"
+
+export const DevSessionGuard = Layer.effect(
+  SessionGuard,
+  Effect.map(Effect.serviceOption(SessionGuard), (inner) => ({
+    check: (caller: Caller) => {
+      if (caller.sessionId?.startsWith(devSessionPrefix) === true) return Effect.void
+      return Option.match(inner, {
+        onNone: () => Effect.fail(new SessionRejected({ reason: "no session store" })),
+        onSome: (guard) => guard.check(caller)
+      })
+    }
+  }))
+)

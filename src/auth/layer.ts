@@ -1,0 +1,48 @@
+import { Layer } from "effect"
+import { LocalAccounts } from "../identity/local/accounts.js"
+import { BrowserSessionRepo } from "../store/browser-sessions.js"
+import { ClientGrantRepo } from "../store/client-grants.js"
+import { LocalCredentialRepo } from "../store/local-credentials.js"
+import { RefreshTokenRepo } from "../store/refresh-tokens.js"
+import { SessionCache } from "../store/session-cache.js"
+import { SessionRepo } from "../store/sessions.js"
+import { UserRepo } from "../store/users.js"
+import type { SessionGuard } from "./caller.js"
+import { PendingAuthorizations } from "./pending.js"
+import { SessionGuardLive } from "./session-guard.js"
+import { LoginThrottle } from "./throttle.js"
+
+/** The repositories of people, sessions and grants; one `SessionCache` shared by all of them. */
+export const authRepositories = Layer.mergeAll(
+  UserRepo.DefaultWithoutDependencies,
+  SessionRepo.DefaultWithoutDependencies,
+  LocalCredentialRepo.Default,
+  BrowserSessionRepo.Default,
+  RefreshTokenRepo.Default,
+  ClientGrantRepo.Default
+).pipe(Layer.provideMerge(SessionCache.Default))
+
+/**
+ * The authorization server's process-wide services. Pending transactions, codes and throttling
+ * counters are in memory and must outlive a reload (auth settings are static), so they live here and
+ * not in a generation; so does the `SessionGuard` /mcp calls on every request.
+ */
+export const authBaseLayer = Layer.mergeAll(
+  SessionGuardLive,
+  LocalAccounts.Default,
+  PendingAuthorizations.Default,
+  LoginThrottle.Default
+).pipe(Layer.provideMerge(authRepositories))
+
+export type AuthBaseServices =
+  | SessionGuard
+  | LocalAccounts
+  | PendingAuthorizations
+  | LoginThrottle
+  | SessionCache
+  | UserRepo
+  | SessionRepo
+  | LocalCredentialRepo
+  | BrowserSessionRepo
+  | RefreshTokenRepo
+  | ClientGrantRepo

@@ -1,0 +1,74 @@
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Redacted } from "effect"
+import { LocalAccounts } from "../../identity/local/accounts.js"
+import { MAX_PASSWORD_LENGTH } from "../../identity/local/password.js"
+import { generateTotpSecret } from "../../identity/local/totp.js"
+import { seeOther } from "../pages/html.js"
+import { PendingAuthorizations } from "../pending.js"
+import { type AuthSettings, authSettings } from "../settings.js"
+import { LoginThrottle } from "../throttle.js"
+import { readPageForm } from "./form.js"
+import { answerPage } from "./page-response.js"
+import { stagePage } from "./sign-in.js"
+import { postedTransaction } from "./transaction.js"
+
+/** The throttling key for a client address (the TCP peer: see docs, "Throttling", behind a proxy). */
+export const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+)
+
+const WRONG = "Wrong user name or password."
+
+/** Too many failures: the same page, 429 with `Retry-After`, and no password checked at all. */
+export const throttledPage = (
+  settings: AuthSettings,
+  transaction: Parameters<typeof stagePage>[1],
+  retryAfterSeconds: number
+) =>
+  HttpServerResponse.setHeader(
+    stagePage(
+      settings,
+      transaction,
+      `Too many failed attempts. Try again in ${Math.ceil(retryAfterSeconds / 60)} minute(s).`,
+      429
+    ),
+    "retry-after",
+    String(retryAfterSeconds)
+  )
+
+/**
+ * `POST /sso/login/local`: the first factor. On success the transaction moves to the TOTP step (or to
+ * enrollment when the account has none yet); the sign-in is complete only after it.
+ */
+export const localLoginEndpoint = answerPage(
+  Effect.gen(function* () {
+    const settings = yield* authSettings
+    const params = yield* readPageForm
+    const transaction = yield* postedTransaction(settings, params)
+    if (transaction.stage !== "sign_in") return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
+    const username = params.single("username")
+    const password = params.single("password")
+    if (username._tag !== "Value" || password._tag !== "Value" || password.value.length > MAX_PASSWORD_LENGTH) {
+      return stagePage(settings, transaction, "Enter your user name and password.", 400)
+    }
+    const throttle = yield* LoginThrottle
+    const address = yield* clientAddress
+    const allowed = yield* Effect.either(throttle.check(username.value, address))
+    if (allowed._tag === "Left") return throttledPage(settings, transaction, allowed.left.retryAfterSeconds)
+
+    const verified = yield* (yield* LocalAccounts).checkPassword(username.value, Redacted.make(password.value))
+    if (Option.isNone(verified)) {
+      yield* throttle.recordFailure(username.value, address)
+      return stagePage(settings, transaction, WRONG, 401)
+    }
+    const { user, totpEnrolled } = verified.value
+    yield* (yield* PendingAuthorizations).update({
+      ...transaction,
+      stage: totpEnrolled ? "mfa" : "enroll",
+      userId: user.id,
+      username: username.value,
+      ...(totpEnrolled ? {} : { enrollSecret: generateTotpSecret() })
+    })
+    return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
+  })
+).pipe(Effect.withSpan("localLoginEndpoint"))

@@ -1,0 +1,55 @@
+import { Effect } from "effect"
+import { LocalAccounts } from "../../identity/local/accounts.js"
+import { seeOther } from "../pages/html.js"
+import type { LoginTransaction } from "../pending.js"
+import { authSettings } from "../settings.js"
+import { LoginThrottle } from "../throttle.js"
+import { afterAuthentication } from "./finish.js"
+import { readPageForm } from "./form.js"
+import { clientAddress, throttledPage } from "./local.js"
+import { answerPage } from "./page-response.js"
+import { stagePage } from "./sign-in.js"
+import { postedTransaction } from "./transaction.js"
+
+/**
+ * The second factor, shared by verification (`POST /sso/mfa`) and enrollment (`POST /sso/mfa/enroll`):
+ * a wrong code counts as a failed sign-in for the account and the address, like a wrong password.
+ */
+const secondFactor = (
+  stage: "mfa" | "enroll",
+  verify: (transaction: LoginTransaction, userId: string, code: string) => Effect.Effect<boolean, never, LocalAccounts>
+) =>
+  answerPage(
+    Effect.gen(function* () {
+      const settings = yield* authSettings
+      const params = yield* readPageForm
+      const transaction = yield* postedTransaction(settings, params)
+      const userId = transaction.userId
+      const username = transaction.username ?? ""
+      if (transaction.stage !== stage || userId === undefined) {
+        return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
+      }
+      const throttle = yield* LoginThrottle
+      const address = yield* clientAddress
+      const allowed = yield* Effect.either(throttle.check(username, address))
+      if (allowed._tag === "Left") return throttledPage(settings, transaction, allowed.left.retryAfterSeconds)
+      const code = params.single("code")
+      const text = code._tag === "Value" ? code.value.replace(/\s/g, "") : ""
+      if (!(yield* verify(transaction, userId, text))) {
+        yield* throttle.recordFailure(username, address)
+        return stagePage(settings, transaction, "That code is not valid. Use the current code from your app.", 401)
+      }
+      yield* throttle.recordSuccess(username)
+      return yield* afterAuthentication(settings, transaction, userId)
+    })
+  ).pipe(Effect.withSpan(`secondFactor.${stage}`))
+
+export const mfaEndpoint = secondFactor("mfa", (_transaction, userId, code) =>
+  Effect.flatMap(LocalAccounts, (accounts) => accounts.checkTotp(userId, code))
+)
+
+export const enrollEndpoint = secondFactor("enroll", (transaction, userId, code) =>
+  transaction.enrollSecret === undefined
+    ? Effect.succeed(false)
+    : Effect.flatMap(LocalAccounts, (accounts) => accounts.confirmEnrollment(userId, transaction.enrollSecret!, code))
+)

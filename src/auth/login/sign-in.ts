@@ -1,0 +1,64 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { sha256Hex } from "../../crypto/hashing.js"
+import { base32Encode } from "../../identity/local/base32.js"
+import { otpauthUri } from "../../identity/local/totp.js"
+import { currentSignIn } from "../browser-session.js"
+import { browserBinding, setBrowserCookie } from "../cookies.js"
+import { seeOther } from "../pages/html.js"
+import { consentPage, enrollPage, mfaPage, signInPage } from "../pages/login.js"
+import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
+import { type AuthSettings, authSettings } from "../settings.js"
+import { answerPage } from "./page-response.js"
+import { formContext, requireTransaction } from "./transaction.js"
+
+/** The page for where a transaction stands, optionally with an error from the form just posted. */
+export const stagePage = (settings: AuthSettings, transaction: LoginTransaction, error?: string, status = 200) => {
+  const form = formContext(transaction)
+  const request = transaction.request
+  switch (transaction.stage) {
+    case "mfa":
+      return mfaPage(form, error, status)
+    case "enroll": {
+      const secret = transaction.enrollSecret ?? new Uint8Array()
+      const account = transaction.username ?? "account"
+      return enrollPage(
+        form,
+        {
+          secretBase32: base32Encode(secret),
+          otpauthUri: otpauthUri(secret, `gateway ${new URL(settings.issuer).host}`, account)
+        },
+        error,
+        status
+      )
+    }
+    case "consent":
+      return request === undefined
+        ? signInPage(form, error, status)
+        : consentPage({ ...form, clientId: request.clientId }, request.scope, request.resource)
+    default:
+      return signInPage(form, error, status)
+  }
+}
+
+/**
+ * `GET /sso`: the start of the browser flow (spec: Login endpoints). With `login=<id>` it shows that
+ * transaction's current step; without, it starts a sign-in to the grants portal (or opens the portal
+ * when this browser is signed in already).
+ */
+export const signInEndpoint = answerPage(
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const settings = yield* authSettings
+    const logins = new URL(request.url, settings.origin).searchParams.getAll("login")
+    if (logins.length > 0) {
+      const transaction = yield* requireTransaction(settings, logins.length === 1 ? logins[0] : undefined)
+      return stagePage(settings, transaction)
+    }
+    if (Option.isSome(yield* currentSignIn(settings))) return seeOther("/sso/grants")
+    const binding = yield* browserBinding(settings)
+    const transaction = yield* (yield* PendingAuthorizations).start(sha256Hex(binding.value), undefined)
+    const response = stagePage(settings, transaction)
+    return binding.isNew ? yield* setBrowserCookie(settings, binding.value)(response) : response
+  })
+).pipe(Effect.withSpan("signInEndpoint"))

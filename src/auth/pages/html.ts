@@ -1,0 +1,82 @@
+import { createHash } from "node:crypto"
+import { HttpServerResponse } from "@effect/platform"
+
+/** Markup that is already safe to emit. Anything else interpolated into `html` is escaped. */
+export class Html {
+  constructor(readonly text: string) {}
+}
+
+type Part = Html | string | number | undefined | ReadonlyArray<Html>
+
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }
+
+export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char)
+
+const render = (part: Part): string => {
+  if (part === undefined) return ""
+  if (part instanceof Html) return part.text
+  if (Array.isArray(part)) return part.map((item: Html) => item.text).join("")
+  return escapeHtml(String(part))
+}
+
+/** Tagged template for server-rendered pages: every interpolated value is escaped unless it is `Html`. */
+export const html = (strings: TemplateStringsArray, ...parts: ReadonlyArray<Part>): Html =>
+  new Html(strings.reduce((out, text, index) => out + text + (index < parts.length ? render(parts[index]) : ""), ""))
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
+main{max-width:26rem;margin:4rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 3px #0002}
+h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem}
+input[type=text],input[type=password]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem}
+button{margin-top:1rem;padding:.5rem 1rem;font-size:1rem;cursor:pointer}
+.error{background:#fdecea;color:#8a1c12;padding:.6rem;border-radius:4px}
+code,.secret{font-family:ui-monospace,monospace;word-break:break-all}.muted{color:#5b6270;font-size:.9rem}
+table{width:100%;border-collapse:collapse}td{padding:.3rem 0;vertical-align:top}`
+
+// The stylesheet is inline and allowed by its hash: no script and no other style can run (CSP).
+const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`
+
+/**
+ * The CSP of every page: nothing loads or runs but the inline stylesheet; forms post only to the
+ * gateway and, after sign-in, the browser may follow the redirect to the client (`formTargets`:
+ * Chromium applies `form-action` to redirects that follow a form submission).
+ */
+export const contentSecurityPolicy = (formTargets: ReadonlyArray<string> = []): string =>
+  [
+    "default-src 'none'",
+    `style-src ${STYLE_HASH}`,
+    `form-action 'self'${formTargets.map((target) => ` ${target}`).join("")}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'"
+  ].join("; ")
+
+/** Headers every /sso browser response carries: never cached, never framed, never leaking its URL to another origin. */
+export const browserHeaders = (formTargets: ReadonlyArray<string> = []): Record<string, string> => ({
+  "cache-control": "no-store",
+  pragma: "no-cache",
+  "content-security-policy": contentSecurityPolicy(formTargets),
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin"
+})
+
+export interface PageOptions {
+  readonly status?: number
+  readonly formTargets?: ReadonlyArray<string>
+}
+
+export const page = (title: string, body: Html, options: PageOptions = {}): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(
+    html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="same-origin"><title>${title}</title><style>${new Html(STYLE)}</style></head>
+<body><main>${body}</main></body></html>`.text,
+    {
+      status: options.status ?? 200,
+      contentType: "text/html; charset=utf-8",
+      headers: browserHeaders(options.formTargets)
+    }
+  )
+
+/** A 303 to another page or to the client, with the same no-store, no-referrer headers. */
+export const seeOther = (location: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.empty({ status: 303, headers: { ...browserHeaders(), location } })

@@ -1,0 +1,82 @@
+import { Html, html, page } from "./html.js"
+
+export interface FormContext {
+  /** The login transaction id and its anti-CSRF token, carried by every form. */
+  readonly login: string
+  readonly csrf: string
+  /** The application asking, or undefined for a sign-in to the grants portal. */
+  readonly clientId: string | undefined
+  /** Where the flow may redirect after a form posts (the client's redirect origin), for the CSP. */
+  readonly formTargets: ReadonlyArray<string>
+}
+
+export const hiddenFields = (form: FormContext) =>
+  html`<input type="hidden" name="login" value="${form.login}"><input type="hidden" name="csrf" value="${form.csrf}">`
+
+const errorBox = (error: string | undefined) =>
+  error === undefined ? new Html("") : html`<p class="error" role="alert">${error}</p>`
+
+const purpose = (form: FormContext) =>
+  form.clientId === undefined
+    ? html`<p class="muted">Sign in to manage the applications you allowed.</p>`
+    : html`<p class="muted">The application <strong>${form.clientId}</strong> asks you to sign in.</p>`
+
+/**
+ * `GET /sso`: the sign-in methods configured. Local accounts today; enterprise methods (OIDC, OAuth2,
+ * LDAP) add their entries to this list.
+ */
+export const signInPage = (form: FormContext, error?: string, status = 200) =>
+  page(
+    "Sign in",
+    html`<h1>Sign in to the gateway</h1>${purpose(form)}${errorBox(error)}
+<section aria-label="Local account"><h2>Local account</h2>
+<form method="post" action="/sso/login/local">${hiddenFields(form)}
+<label for="username">User name</label><input type="text" id="username" name="username" autocomplete="username" required maxlength="256" autofocus>
+<label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password" required maxlength="1024">
+<button type="submit">Continue</button></form></section>`,
+    { status, formTargets: form.formTargets }
+  )
+
+export const mfaPage = (form: FormContext, error?: string, status = 200) =>
+  page(
+    "Verification code",
+    html`<h1>Verification code</h1>${errorBox(error)}<p>Enter the 6-digit code from your authenticator app.</p>
+<form method="post" action="/sso/mfa">${hiddenFields(form)}
+<label for="code">Code</label><input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>
+<button type="submit">Verify</button></form>`,
+    { status, formTargets: form.formTargets }
+  )
+
+export interface Enrollment {
+  readonly secretBase32: string
+  readonly otpauthUri: string
+}
+
+export const enrollPage = (form: FormContext, enrollment: Enrollment, error?: string, status = 200) =>
+  page(
+    "Set up two-step verification",
+    html`<h1>Set up two-step verification</h1>${errorBox(error)}
+<p>Add this account to an authenticator app (TOTP: SHA-1, 6 digits, 30 seconds), then enter the code it shows.</p>
+<p>Secret key:<br><code class="secret" id="totp-secret">${enrollment.secretBase32}</code></p>
+<p class="muted">Or import this address: <code id="totp-uri">${enrollment.otpauthUri}</code></p>
+<form method="post" action="/sso/mfa/enroll">${hiddenFields(form)}
+<label for="code">Code</label><input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required autofocus>
+<button type="submit">Confirm</button></form>`,
+    { status, formTargets: form.formTargets }
+  )
+
+export const consentPage = (
+  form: FormContext & { readonly clientId: string },
+  scope: ReadonlyArray<string>,
+  resource: string
+) =>
+  page(
+    "Allow access",
+    html`<h1>Allow <strong>${form.clientId}</strong> to act for you?</h1>
+<p>It will reach <code>${resource}</code> with your permissions${scope.length === 0 ? "" : " and these scopes:"}</p>
+${scope.length === 0 ? new Html("") : html`<ul>${scope.map((item) => html`<li><code>${item}</code></li>`)}</ul>`}
+<p class="muted">You can withdraw this later under “Applications you allowed” at /sso/grants.</p>
+<form method="post" action="/sso/consent">${hiddenFields(form)}
+<button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny">Deny</button></form>`,
+    { formTargets: form.formTargets }
+  )

@@ -1,0 +1,34 @@
+import type { GatewayConfig } from "../config/schema.js"
+
+/**
+ * RFC 9728 protected resource metadata for `server.public_url` (spec: Protected resource metadata).
+ * The path-aware address inserts the resource's path after the well-known prefix; the root alias
+ * serves the same document for clients that only know the origin.
+ */
+export const metadataPrefix = "/.well-known/oauth-protected-resource"
+
+/** The path of the MCP endpoint: `server.public_url` without its origin (`/` when it has no path). */
+export const mcpPath = (publicUrl: string): string => new URL(publicUrl).pathname
+
+export const metadataPath = (publicUrl: string): string => {
+  const path = mcpPath(publicUrl)
+  return path === "/" ? metadataPrefix : `${metadataPrefix}${path}`
+}
+
+/** The address put into every `WWW-Authenticate` challenge's `resource_metadata`. */
+export const metadataUrl = (publicUrl: string): string => `${new URL(publicUrl).origin}${metadataPath(publicUrl)}`
+
+export interface ProtectedResourceMetadata {
+  readonly resource: string
+  readonly authorization_servers: ReadonlyArray<string>
+  readonly scopes_supported: ReadonlyArray<string>
+  readonly bearer_methods_supported: ReadonlyArray<"header">
+}
+
+/** Exactly the spec's four fields; `scopes_supported` is the union of the backends' required scopes. */
+export const protectedResourceMetadata = (config: GatewayConfig): ProtectedResourceMetadata => ({
+  resource: config.server.public_url,
+  authorization_servers: [config.auth.issuer],
+  scopes_supported: [...new Set(config.backends.flatMap((backend) => backend.required_scopes))].sort(),
+  bearer_methods_supported: ["header"]
+})

@@ -1,0 +1,69 @@
+import { HttpRouter, HttpServerRequest } from "@effect/platform"
+import { RouteNotFound } from "@effect/platform/HttpServerError"
+import { Effect } from "effect"
+import { Config } from "../config/service.js"
+import { otherMethods } from "../http/methods.js"
+import { authorizeEndpoint } from "./authorize/endpoint.js"
+import { consentEndpoint } from "./login/consent.js"
+import { localLoginEndpoint } from "./login/local.js"
+import { enrollEndpoint, mfaEndpoint } from "./login/mfa.js"
+import { signInEndpoint } from "./login/sign-in.js"
+import { metadataEndpoint } from "./metadata.js"
+import { grantsEndpoint, revokeGrantEndpoint } from "./portal.js"
+import { tokenEndpoint } from "./token/endpoint.js"
+
+/** The paths of the built-in authorization server (docs/authorization-server.md). */
+export const ssoPaths = {
+  metadata: "/.well-known/oauth-authorization-server/sso",
+  openidMetadata: "/.well-known/openid-configuration/sso",
+  signIn: "/sso",
+  authorize: "/sso/authorize",
+  token: "/sso/token",
+  localLogin: "/sso/login/local",
+  mfa: "/sso/mfa",
+  enroll: "/sso/mfa/enroll",
+  consent: "/sso/consent",
+  grants: "/sso/grants",
+  revokeGrant: "/sso/grants/revoke"
+} as const
+
+/** In `external` mode there is no authorization server: its paths are 404 like any other unknown path. */
+const builtinOnly = <A, E, R>(
+  handler: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | RouteNotFound, R | Config | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(
+    Config,
+    (loaded): Effect.Effect<A, E | RouteNotFound, R | HttpServerRequest.HttpServerRequest> =>
+      loaded.config.auth.mode === "builtin"
+        ? handler
+        : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Effect.fail(new RouteNotFound({ request })))
+  )
+
+/** The /sso router, mounted once by `src/http/routes.ts`. */
+export const ssoRouter = HttpRouter.empty
+  .pipe(
+    HttpRouter.get(ssoPaths.metadata, builtinOnly(metadataEndpoint)),
+    HttpRouter.get(ssoPaths.openidMetadata, builtinOnly(metadataEndpoint)),
+    HttpRouter.get(ssoPaths.signIn, builtinOnly(signInEndpoint)),
+    HttpRouter.get(ssoPaths.authorize, builtinOnly(authorizeEndpoint)),
+    HttpRouter.post(ssoPaths.token, builtinOnly(tokenEndpoint)),
+    HttpRouter.post(ssoPaths.localLogin, builtinOnly(localLoginEndpoint)),
+    HttpRouter.post(ssoPaths.mfa, builtinOnly(mfaEndpoint)),
+    HttpRouter.post(ssoPaths.enroll, builtinOnly(enrollEndpoint)),
+    HttpRouter.post(ssoPaths.consent, builtinOnly(consentEndpoint)),
+    HttpRouter.get(ssoPaths.grants, builtinOnly(grantsEndpoint)),
+    HttpRouter.post(ssoPaths.revokeGrant, builtinOnly(revokeGrantEndpoint))
+  )
+  .pipe(
+    otherMethods(ssoPaths.metadata, ["GET"]),
+    otherMethods(ssoPaths.openidMetadata, ["GET"]),
+    otherMethods(ssoPaths.signIn, ["GET"]),
+    otherMethods(ssoPaths.authorize, ["GET"]),
+    otherMethods(ssoPaths.token, ["POST"]),
+    otherMethods(ssoPaths.localLogin, ["POST"]),
+    otherMethods(ssoPaths.mfa, ["POST"]),
+    otherMethods(ssoPaths.enroll, ["POST"]),
+    otherMethods(ssoPaths.consent, ["POST"]),
+    otherMethods(ssoPaths.grants, ["GET"]),
+    otherMethods(ssoPaths.revokeGrant, ["POST"])
+  )

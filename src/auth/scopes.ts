@@ -1,0 +1,44 @@
+import type { GatewayConfig } from "../config/schema.js"
+
+/** Enables refresh tokens (spec MCP entry 5). */
+export const OFFLINE_ACCESS = "offline_access"
+
+/** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
+
+/**
+ * The scopes this authorization server issues: `offline_access` plus every scope the configuration
+ * names (backends' required scopes, the console's and the reviewers' scopes). Also published as
+ * `scopes_supported`; the protected-resource metadata of /mcp should list the same set minus
+ * `offline_access`. Whether a person may USE a scope is decided at /mcp by local policy, not here.
+ */
+export const scopesSupported = (config: GatewayConfig): ReadonlyArray<string> => {
+  const named = [
+    OFFLINE_ACCESS,
+    ...config.admin.required_scopes,
+    ...config.admin.approvals.policy_changes.required_scopes,
+    ...config.backends.flatMap((backend) => backend.required_scopes)
+  ]
+  return [...new Set(named)]
+}
+
+export type ParsedScope =
+  | { readonly _tag: "Scope"; readonly granted: ReadonlyArray<string> }
+  | { readonly _tag: "Malformed" }
+
+/**
+ * The requested scopes this server issues, in request order and without repeats. Unknown scopes are
+ * left out rather than refused (RFC 6749 §3.3 lets the server grant less); the token response says
+ * what was granted. Malformed text is refused.
+ */
+export const grantScope = (requested: string | undefined, supported: ReadonlyArray<string>): ParsedScope => {
+  if (requested === undefined) return { _tag: "Scope", granted: [] }
+  const tokens = requested.split(" ").filter((token) => token !== "")
+  if (tokens.length === 0 || !tokens.every((token) => SCOPE_TOKEN.test(token))) return { _tag: "Malformed" }
+  const known = new Set(supported)
+  return { _tag: "Scope", granted: [...new Set(tokens)].filter((token) => known.has(token)) }
+}
+
+export const scopeText = (scope: ReadonlyArray<string>): string => scope.join(" ")
+
+export const parseScopeText = (text: string): ReadonlyArray<string> => text.split(" ").filter((token) => token !== "")

@@ -1,0 +1,72 @@
+import { Clock, Effect, Layer, Option } from "effect"
+import { type CachedSession, SessionCache } from "../store/session-cache.js"
+import { SessionRepo } from "../store/sessions.js"
+import { UserRepo } from "../store/users.js"
+import { type Caller, SessionGuard, SessionRejected } from "./caller.js"
+
+/**
+ * The per-request check behind every /mcp call in builtin mode (spec MCP entry 4): the token's stored
+ * session exists, belongs to the token's subject and client, is not revoked and within its 8 hours,
+ * and its user is enabled now. Reads go through `SessionCache`, which every revoking or disabling
+ * write invalidates, so the common case is two map lookups.
+ */
+export const makeSessionGuard = Effect.gen(function* () {
+  const cache = yield* SessionCache
+  const sessions = yield* SessionRepo
+  const users = yield* UserRepo
+
+  const loadSession = (id: string) =>
+    Effect.flatMap(cache.session(id), (cached) =>
+      cached !== undefined
+        ? Effect.succeed(Option.some(cached))
+        : Effect.flatMap(sessions.find(id), (row) =>
+            Option.match(row, {
+              onNone: () => Effect.succeed(Option.none<CachedSession>()),
+              onSome: (session) => {
+                const value: CachedSession = {
+                  userId: session.user_id,
+                  clientId: session.client_id,
+                  expiresAt: session.expires_at.getTime(),
+                  revoked: session.revoked_at !== null
+                }
+                return Effect.as(cache.rememberSession(id, value), Option.some(value))
+              }
+            })
+          )
+    )
+
+  const loadStatus = (userId: string) =>
+    Effect.flatMap(cache.userStatus(userId), (cached) =>
+      cached !== undefined
+        ? Effect.succeed(cached)
+        : Effect.flatMap(users.findById(userId), (row) => {
+            const status = Option.match(row, { onNone: () => "deleted", onSome: (user) => user.status })
+            return Effect.as(cache.rememberUserStatus(userId, status), status)
+          })
+    )
+
+  const reject = (reason: string) => Effect.fail(new SessionRejected({ reason }))
+
+  const check = (caller: Caller): Effect.Effect<void, SessionRejected> =>
+    Effect.gen(function* () {
+      if (caller.sessionId === undefined) return yield* reject("the token names no session")
+      const found = yield* loadSession(caller.sessionId)
+      if (Option.isNone(found)) return yield* reject("unknown session")
+      const session = found.value
+      if (session.revoked) return yield* reject("the session was revoked")
+      if ((yield* Clock.currentTimeMillis) >= session.expiresAt) return yield* reject("the session ended")
+      if (session.userId !== caller.subject) return yield* reject("the session belongs to another user")
+      if (caller.clientId !== undefined && caller.clientId !== session.clientId) {
+        return yield* reject("the session belongs to another client")
+      }
+      const status = yield* loadStatus(session.userId)
+      if (status !== "enabled") return yield* reject("the user is not enabled")
+    }).pipe(Effect.withSpan("SessionGuard.check"))
+
+  return { check }
+})
+
+export const SessionGuardLive: Layer.Layer<SessionGuard, never, SessionCache | SessionRepo | UserRepo> = Layer.effect(
+  SessionGuard,
+  makeSessionGuard
+)

@@ -1,0 +1,34 @@
+import { Effect } from "effect"
+import type { DownstreamClient, GatewayConfig } from "../config/schema.js"
+import { Config } from "../config/service.js"
+import { scopesSupported } from "./scopes.js"
+
+/** What the authorization server reads from the configuration (all static: `auth`, `client_authorization`). */
+export interface AuthSettings {
+  readonly issuer: string
+  readonly origin: string
+  /** https issuers get `Secure` `__Host-` cookies; plain http is only allowed on loopback (development). */
+  readonly secureCookies: boolean
+  readonly clients: ReadonlyArray<typeof DownstreamClient.Type>
+  readonly scopesSupported: ReadonlyArray<string>
+  /** `client_authorization.enabled`: people consent per client, grants are listed in the portal. */
+  readonly consentRequired: boolean
+  /** `client_authorization.client_id`: the first-party portal client, which needs no consent. */
+  readonly portalClientId: string | undefined
+}
+
+export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
+  const issuer = config.auth.issuer
+  const url = new URL(issuer)
+  return {
+    issuer,
+    origin: url.origin,
+    secureCookies: url.protocol === "https:",
+    clients: config.auth.sso.clients,
+    scopesSupported: scopesSupported(config),
+    consentRequired: config.client_authorization.enabled,
+    portalClientId: config.client_authorization.client_id
+  }
+}
+
+export const authSettings = Effect.map(Config, (loaded) => authSettingsOf(loaded.config))

@@ -1,0 +1,92 @@
+import { createHash, randomBytes } from "node:crypto"
+import { Clock, Effect, Option } from "effect"
+import type { DownstreamClient } from "../../config/schema.js"
+import { constantTimeEqual } from "../../crypto/hashing.js"
+import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
+import { SessionRepo } from "../../store/sessions.js"
+import { UserRepo } from "../../store/users.js"
+import type { OAuthParams } from "../authorize/params.js"
+import { PendingAuthorizations } from "../pending.js"
+import { OFFLINE_ACCESS, scopeText } from "../scopes.js"
+import type { AuthSettings } from "../settings.js"
+import { optionalParam, requiredParam, tokenError } from "./errors.js"
+import { mintAccessToken, newRefreshToken, SESSION_TTL_MS, tokenResponse } from "./mint.js"
+
+/** RFC 7636 §4.1: 43-128 unreserved characters. */
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
+
+const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
+
+const invalidGrant = (description: string) => tokenError("invalid_grant", description)
+
+/**
+ * `grant_type=authorization_code` (RFC 6749 §4.1.3 with PKCE). A code is redeemed once, whatever the
+ * outcome; presenting it again revokes the session its first redemption created (RFC 6749 §4.1.2).
+ */
+export const exchangeCode = Effect.fn("exchangeCode")(function* (
+  params: OAuthParams,
+  client: typeof DownstreamClient.Type,
+  settings: AuthSettings
+) {
+  const pending = yield* PendingAuthorizations
+  const sessions = yield* SessionRepo
+  const users = yield* UserRepo
+  const refreshTokens = yield* RefreshTokenRepo
+  const code = yield* requiredParam(params, "code")
+  const redirectUri = yield* requiredParam(params, "redirect_uri")
+  const verifier = yield* requiredParam(params, "code_verifier")
+  const resource = yield* optionalParam(params, "resource")
+
+  const redemption = yield* pending.redeem(code)
+  if (redemption._tag === "Invalid") return yield* invalidGrant("The authorization code is invalid or expired.")
+  const now = yield* Clock.currentTimeMillis
+  if (redemption._tag === "Replayed") {
+    if (redemption.sessionId !== undefined) {
+      yield* sessions.revoke(redemption.sessionId, "authorization_code_replay", new Date(now))
+    }
+    return yield* invalidGrant("The authorization code was already used; the tokens issued for it are revoked.")
+  }
+  const { grant, handle } = redemption
+  if (grant.clientId !== client.id) return yield* invalidGrant("The authorization code was issued to another client.")
+  if (grant.redirectUri !== redirectUri)
+    return yield* invalidGrant("redirect_uri does not match the authorization request.")
+  if (!VERIFIER.test(verifier) || !constantTimeEqual(s256(verifier), grant.codeChallenge)) {
+    return yield* invalidGrant("The code_verifier does not match the code_challenge.")
+  }
+  if (resource !== undefined && resource !== grant.resource) {
+    return yield* tokenError("invalid_target", "The resource differs from the one authorized.")
+  }
+  const user = yield* users.findById(grant.userId)
+  if (Option.isNone(user) || user.value.status !== "enabled") return yield* invalidGrant("The account is not enabled.")
+  const expiresAt = grant.authTime + SESSION_TTL_MS
+  if (now >= expiresAt) return yield* invalidGrant("The sign-in is older than 8 hours; sign in again.")
+
+  const session = {
+    id: randomBytes(16).toString("base64url"),
+    userId: grant.userId,
+    clientId: client.id,
+    resource: grant.resource,
+    expiresAt
+  }
+  yield* sessions.insert({
+    ...session,
+    scope: scopeText(grant.scope),
+    authTime: new Date(grant.authTime),
+    createdAt: new Date(now),
+    expiresAt: new Date(expiresAt)
+  })
+  if (yield* pending.attachSession(handle, session.id)) {
+    yield* sessions.revoke(session.id, "authorization_code_replay", new Date(now))
+    return yield* invalidGrant("The authorization code was used twice; the tokens issued for it are revoked.")
+  }
+  const refresh = grant.scope.includes(OFFLINE_ACCESS) ? newRefreshToken() : undefined
+  if (refresh !== undefined) yield* refreshTokens.insert(refresh.hash, session.id, new Date(now))
+  const access = yield* mintAccessToken(settings.issuer, session, grant.scope)
+  return tokenResponse({
+    access_token: access.token,
+    token_type: "Bearer",
+    expires_in: access.expiresIn,
+    scope: scopeText(grant.scope),
+    ...(refresh === undefined ? {} : { refresh_token: refresh.token })
+  })
+})

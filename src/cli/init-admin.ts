@@ -1,0 +1,85 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Layer, Redacted } from "effect"
+import { authRepositories } from "../auth/layer.js"
+import { loadConfig } from "../config/load.js"
+import { ConfigKey } from "../crypto/config-key.js"
+import { Sealer } from "../crypto/sealer.js"
+import { ADMIN_USERNAME, AdminInitError, initAdmin } from "../identity/local/admin.js"
+import { StoreLive } from "../store/live.js"
+import { resolveConfigKey } from "./serve.js"
+import { DEFAULT_CONFIG_PATH } from "./validate.js"
+
+const MAX_STDIN_BYTES = 4096
+
+/** The whole of standard input, without one trailing line break (what `echo` and `printf '%s\n'` add). */
+const readStdin = Effect.async<string, AdminInitError>((resume) => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  const fail = (message: string) => resume(Effect.fail(new AdminInitError({ message })))
+  process.stdin.on("data", (chunk: Buffer) => {
+    size += chunk.length
+    if (size > MAX_STDIN_BYTES) {
+      process.stdin.destroy()
+      fail("standard input is too long for a password")
+    } else chunks.push(chunk)
+  })
+  process.stdin.on("end", () =>
+    resume(
+      Effect.succeed(
+        Buffer.concat(chunks)
+          .toString("utf8")
+          .replace(/\r?\n$/, "")
+      )
+    )
+  )
+  process.stdin.on("error", (error) => fail(`cannot read standard input: ${error.message}`))
+})
+
+const options = {
+  config: Options.file("config").pipe(Options.withDefault(DEFAULT_CONFIG_PATH)),
+  reset: Options.boolean("reset").pipe(
+    Options.withDescription("Recover the existing administrator: new password, account enabled, sessions revoked")
+  ),
+  resetMfa: Options.boolean("reset-mfa").pipe(
+    Options.withDescription("Clear the administrator's second factor; the next sign-in enrolls a new one")
+  ),
+  passwordStdin: Options.boolean("password-stdin").pipe(
+    Options.withDescription("Read the new password from standard input instead of generating one")
+  ),
+  dev: Options.boolean("dev").pipe(Options.withDescription("Development only: use the key file of `serve --dev`"))
+}
+
+/**
+ * `gateway init-admin` (spec: Command line): creates the built-in local administrator, or recovers it
+ * with `--reset` / `--reset-mfa`, using the same configuration key and database as `serve`. A generated
+ * password is printed once; only its scrypt hash is stored.
+ */
+export const initAdminCommand = Command.make("init-admin", options, ({ config, reset, resetMfa, passwordStdin, dev }) =>
+  Effect.gen(function* () {
+    const loaded = yield* loadConfig(config, process.env)
+    const key = yield* resolveConfigKey(process.env, dev)
+    const resetPassword = reset || !resetMfa
+    if (passwordStdin && !resetPassword) {
+      return yield* new AdminInitError({ message: "--password-stdin needs --reset (or no flag, to create)" })
+    }
+    const password = passwordStdin ? Redacted.make(yield* readStdin) : undefined
+    const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
+    const layer = authRepositories.pipe(Layer.provideMerge(StoreLive(loaded.config.storage)), Layer.provide(sealer))
+    const result = yield* initAdmin({ reset: reset || resetMfa, resetPassword, resetMfa, password }).pipe(
+      Effect.provide(layer)
+    )
+    const lines = [
+      result.created
+        ? `Created the built-in administrator "${ADMIN_USERNAME}".`
+        : `Recovered the built-in administrator "${ADMIN_USERNAME}": account enabled, ${result.revokedSessions} session(s) revoked.`,
+      ...(resetMfa ? ["Its second factor was cleared: the next sign-in sets up a new authenticator."] : []),
+      ...(result.generatedPassword === undefined
+        ? resetPassword
+          ? ["The password was set from standard input."]
+          : []
+        : [`Password (shown once, store it now): ${Redacted.value(result.generatedPassword)}`]),
+      ...(result.created ? [`Sign in at ${loaded.config.auth.issuer}; the first sign-in sets up TOTP.`] : [])
+    ]
+    yield* Console.log(lines.join("\n"))
+  })
+).pipe(Command.withDescription("Create or recover the built-in local administrator"))

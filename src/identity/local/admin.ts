@@ -1,0 +1,100 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Data, Effect, Option, Redacted } from "effect"
+import { BrowserSessionRepo } from "../../store/browser-sessions.js"
+import { LocalCredentialRepo } from "../../store/local-credentials.js"
+import { SessionRepo } from "../../store/sessions.js"
+import { UserRepo } from "../../store/users.js"
+import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./password.js"
+
+/** The built-in administrator's sign-in name. */
+export const ADMIN_USERNAME = "admin"
+
+export class AdminInitError extends Data.TaggedError("AdminInitError")<{ readonly message: string }> {}
+
+export interface InitAdminRequest {
+  /** Create (false) or recover (true) the administrator. */
+  readonly reset: boolean
+  /** Change the password: with `reset`, or implied when creating. */
+  readonly resetPassword: boolean
+  /** Clear the second factor; the next sign-in enrolls a new one. */
+  readonly resetMfa: boolean
+  /** The password to set; generated when absent. */
+  readonly password: Redacted.Redacted<string> | undefined
+}
+
+export interface InitAdminResult {
+  readonly created: boolean
+  /** Set when the command generated the password: shown once, never stored in clear. */
+  readonly generatedPassword: Redacted.Redacted<string> | undefined
+  readonly revokedSessions: number
+}
+
+export const checkPasswordPolicy = (password: Redacted.Redacted<string>): AdminInitError | undefined => {
+  const length = [...Redacted.value(password)].length
+  if (length < MIN_PASSWORD_LENGTH) {
+    return new AdminInitError({ message: `the password must be at least ${MIN_PASSWORD_LENGTH} characters` })
+  }
+  if (length > MAX_PASSWORD_LENGTH) {
+    return new AdminInitError({ message: `the password must be at most ${MAX_PASSWORD_LENGTH} characters` })
+  }
+  return undefined
+}
+
+/**
+ * `gateway init-admin`: creates the built-in local administrator, or with `--reset` recovers it with
+ * the same configuration key and database: a new password and/or a cleared second factor, the account
+ * enabled again, and every session it had revoked (whoever lost access may not be the only holder).
+ */
+export const initAdmin = (request: InitAdminRequest) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(apply(request))).pipe(
+    Effect.catchTag("SqlError", Effect.die),
+    Effect.withSpan("initAdmin")
+  )
+
+const apply = (request: InitAdminRequest) =>
+  Effect.gen(function* () {
+    const users = yield* UserRepo
+    const credentials = yield* LocalCredentialRepo
+    const sessions = yield* SessionRepo
+    const browserSessions = yield* BrowserSessionRepo
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const existing = yield* users.findBuiltinAdmin
+    const password = request.password ?? generatePassword()
+    const generatedPassword = request.password === undefined ? password : undefined
+    if (request.password !== undefined) {
+      const problem = checkPasswordPolicy(request.password)
+      if (problem !== undefined) return yield* problem
+    }
+
+    if (Option.isNone(existing)) {
+      if (request.reset) {
+        return yield* new AdminInitError({
+          message: "there is no built-in administrator in this database yet: run `gateway init-admin` without --reset"
+        })
+      }
+      const id = yield* users.insertLocal({
+        kind: "builtin_admin",
+        username: ADMIN_USERNAME,
+        displayName: "Administrator",
+        at: now
+      })
+      yield* credentials.setPassword(id, yield* hashPassword(password), now)
+      return { created: true, generatedPassword, revokedSessions: 0 } satisfies InitAdminResult
+    }
+    if (!request.reset) {
+      return yield* new AdminInitError({
+        message: "the built-in administrator already exists: use `gateway init-admin --reset` to recover it"
+      })
+    }
+    const id = existing.value.id
+    if (request.resetPassword) yield* credentials.setPassword(id, yield* hashPassword(password), now)
+    if (request.resetMfa) yield* credentials.setTotp(id, null, null)
+    yield* users.setStatus(id, "enabled", now)
+    const revokedSessions = yield* sessions.revokeForUser(id, "administrator_reset", now)
+    yield* browserSessions.revokeForUser(id, now)
+    return {
+      created: false,
+      generatedPassword: request.resetPassword ? generatedPassword : undefined,
+      revokedSessions
+    } satisfies InitAdminResult
+  })

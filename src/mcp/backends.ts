@@ -1,0 +1,164 @@
+import { Context, Duration, Effect, Either, Layer, Queue } from "effect"
+import { Config } from "../config/service.js"
+import { type BackendUnreachable, connectAndFetch, fetchCatalog } from "./backend-connection.js"
+import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./backend-slot.js"
+import type { BackendCatalog } from "./catalog.js"
+import { catalogIdentity } from "./catalog-identity.js"
+import { buildIndex, type CatalogIndex } from "./catalog-index.js"
+
+/** Catalogs of the generation being replaced, by catalog-source identity (spec Versioning 8). */
+export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
+  PreviousCatalogs,
+  ReadonlyMap<string, BackendCatalog>
+>() {}
+
+export class BackendsUnavailable extends Error {}
+
+/**
+ * The backends of one generation: their MCP clients, catalogs and the aggregated index. Required
+ * backends must connect during the build (a failure fails the generation: spec Versioning 7); every
+ * backend is tried once during the build, then a worker per backend keeps it connected (capped backoff)
+ * and its catalog fresh (list_changed notifications, `catalog.refresh_interval`). Closing the
+ * generation's scope stops the workers and closes the clients.
+ */
+export class Backends extends Context.Tag("gateway/Backends")<
+  Backends,
+  {
+    readonly slots: ReadonlyArray<BackendSlot>
+    /** The current aggregated catalog; synchronous, for the request hot path. */
+    readonly index: () => CatalogIndex
+    /** Called by a request whose backend call failed below the protocol: the worker probes and reconnects. */
+    readonly reportFailure: (backend: number) => void
+    /** Runs `listener` after every index rebuild (the /mcp endpoint tells subscribed clients). */
+    readonly onIndexChange: (listener: () => void) => void
+    /** Catalogs a following generation may inherit (spec Versioning 8). */
+    readonly inheritable: () => ReadonlyMap<string, BackendCatalog>
+  }
+>() {}
+
+export const BackendsLive = Layer.scoped(
+  Backends,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const previous = yield* Effect.serviceOption(PreviousCatalogs)
+    const slots: Array<BackendSlot> = config.backends.map((backend) => ({
+      config: backend,
+      identity: catalogIdentity(backend),
+      status: "connecting",
+      client: undefined,
+      catalog: undefined,
+      inherited: false
+    }))
+    const wakeups = yield* Effect.forEach(slots, () => Queue.sliding<Wakeup>(1))
+    const listeners = new Set<() => void>()
+    let index = buildIndex([])
+    const publish = () => {
+      index = buildIndex(slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })))
+      for (const listener of listeners) listener()
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => Promise.all(slots.map((slot) => slot.client?.close().catch(() => {})))).pipe(
+        Effect.zipRight(Effect.sync(() => listeners.clear()))
+      )
+    )
+
+    const disconnect = (slot: BackendSlot, reason: string) =>
+      Effect.gen(function* () {
+        const client = slot.client
+        slot.client = undefined
+        slot.status = "unavailable"
+        if (client !== undefined) yield* Effect.promise(() => client.close().catch(() => {}))
+        yield* Effect.logWarning("backend unavailable").pipe(Effect.annotateLogs({ backend: slot.config.id, reason }))
+      })
+
+    const attach = (
+      slot: BackendSlot,
+      result: Either.Either<{ client: BackendSlot["client"] & {}; catalog: BackendCatalog }, BackendUnreachable>
+    ) => {
+      if (Either.isRight(result)) {
+        Object.assign(slot, {
+          client: result.right.client,
+          catalog: result.right.catalog,
+          inherited: false,
+          status: "ready"
+        })
+        return Effect.logInfo("backend connected").pipe(
+          Effect.annotateLogs({ backend: slot.config.id, tools: result.right.catalog.tools.length })
+        )
+      }
+      const inherited = previous._tag === "Some" ? previous.value.get(slot.identity) : undefined
+      Object.assign(slot, { status: "unavailable", catalog: inherited, inherited: inherited !== undefined })
+      return Effect.logWarning("backend not connected").pipe(
+        Effect.annotateLogs({ backend: slot.config.id, reason: result.left.reason, inherited: inherited !== undefined })
+      )
+    }
+
+    // The first attempt, for every backend at once; a required backend that fails fails the generation.
+    const first = yield* Effect.forEach(
+      slots,
+      (slot, at) => Effect.either(connectAndFetch(slot.config, () => Queue.unsafeOffer(wakeups[at]!, "changed"))),
+      { concurrency: "unbounded" }
+    )
+    const failedRequired = slots.filter((slot, at) => slot.config.required && Either.isLeft(first[at]!))
+    for (const [at, slot] of slots.entries()) yield* attach(slot, first[at]!)
+    if (failedRequired.length > 0) {
+      return yield* Effect.fail(
+        new BackendsUnavailable(
+          `required backend(s) not reachable: ${failedRequired.map((slot) => slot.config.id).join(", ")}`
+        )
+      )
+    }
+    publish()
+
+    const refreshEvery = config.catalog.refresh_interval
+    const worker = (slot: BackendSlot, at: number) =>
+      Effect.gen(function* () {
+        let attempt = 0
+        const wake = wakeups[at]!
+        while (true) {
+          if (slot.client === undefined) {
+            yield* Effect.sleep(Duration.millis(reconnectDelayMs(attempt)))
+            const result = yield* Effect.either(connectAndFetch(slot.config, () => Queue.unsafeOffer(wake, "changed")))
+            attempt = Either.isLeft(result) ? attempt + 1 : 0
+            if (Either.isRight(result)) {
+              yield* attach(slot, result)
+              publish()
+            }
+            continue
+          }
+          const reason = yield* Queue.take(wake).pipe(
+            Effect.timeoutTo({ duration: refreshEvery, onTimeout: () => "interval" as const, onSuccess: (why) => why })
+          )
+          const client = slot.client
+          const check: Effect.Effect<unknown, unknown> =
+            reason === "failed"
+              ? Effect.tryPromise(() => client.ping({ timeout: Duration.toMillis(slot.config.timeouts.connect) }))
+              : fetchCatalog(slot.config, client).pipe(
+                  Effect.tap((catalog) =>
+                    Effect.sync(() => {
+                      slot.catalog = catalog
+                      publish()
+                    })
+                  )
+                )
+          const outcome = yield* Effect.either(check)
+          if (Either.isLeft(outcome)) yield* disconnect(slot, String(outcome.left))
+        }
+      })
+    yield* Effect.forEach(slots, (slot, at) => Effect.forkScoped(worker(slot, at)), { discard: true })
+
+    return {
+      slots,
+      index: () => index,
+      reportFailure: (at) => {
+        const queue = wakeups[at]
+        if (queue !== undefined) Queue.unsafeOffer(queue, "failed")
+      },
+      onIndexChange: (listener) => {
+        listeners.add(listener)
+      },
+      inheritable: () =>
+        new Map(slots.flatMap((slot) => (slot.catalog === undefined ? [] : [[slot.identity, slot.catalog] as const])))
+    }
+  })
+)

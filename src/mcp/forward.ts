@@ -1,0 +1,69 @@
+import type { Client, RequestOptions } from "@modelcontextprotocol/client"
+import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server"
+import { Duration } from "effect"
+import type { BackendSlot } from "./backend-slot.js"
+
+/** JSON-RPC code for a call cut off by its deadline (the value MCP SDKs have used for request timeouts). */
+export const requestTimeoutCode = -32001
+
+export interface ForwardTarget {
+  readonly slot: BackendSlot
+  /** Absolute deadline (ms since epoch): the request's `request_timeout`, if sooner than the backend's `timeouts.call`. */
+  readonly deadline: number
+  readonly reportFailure: () => void
+}
+
+const isProtocolError = (error: unknown): error is { code: number; message: string; data?: unknown } =>
+  error instanceof ProtocolError
+
+const isTimeout = (error: unknown) =>
+  typeof error === "object" && error !== null && (error as { code?: unknown }).code === "REQUEST_TIMEOUT"
+
+/**
+ * Sends one request to a backend on behalf of a caller. The caller's cancellation (`signal`: a
+ * disconnect, a `notifications/cancelled`, or the generation closing) aborts it, the deadline bounds it; either way the MCP client tells the backend
+ * with `notifications/cancelled`. Progress the backend reports is relayed to the caller when the caller
+ * asked for progress. Backend JSON-RPC errors pass through; anything else becomes a fixed message.
+ */
+export const forward = async <T>(
+  target: ForwardTarget,
+  ctx: ServerContext,
+  signal: AbortSignal,
+  send: (client: Client, options: RequestOptions) => Promise<T>
+): Promise<T> => {
+  const { slot } = target
+  const client = slot.client
+  if (client === undefined) {
+    throw new ProtocolError(ProtocolErrorCode.InternalError, `Backend "${slot.config.id}" is unavailable.`)
+  }
+  const timeout = Math.min(target.deadline - Date.now(), Duration.toMillis(slot.config.timeouts.call))
+  const progressToken = ctx.mcpReq._meta?.progressToken
+  const options: RequestOptions = {
+    signal,
+    timeout: Math.max(1, timeout),
+    maxTotalTimeout: Math.max(1, timeout),
+    ...(progressToken === undefined
+      ? {}
+      : {
+          onprogress: (progress) => {
+            ctx.mcpReq
+              .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
+              .catch(() => {})
+          }
+        })
+  }
+  try {
+    return await send(client, options)
+  } catch (error) {
+    if (signal.aborted) throw error
+    if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
+    if (isTimeout(error)) {
+      throw new ProtocolError(
+        requestTimeoutCode,
+        `Backend "${slot.config.id}" did not answer in time; the call was cancelled.`
+      )
+    }
+    target.reportFailure()
+    throw new ProtocolError(ProtocolErrorCode.InternalError, `Backend "${slot.config.id}" failed to answer.`)
+  }
+}

@@ -1,0 +1,40 @@
+import type { GatewayConfig } from "../config/schema.js"
+
+/**
+ * Origin rules of /mcp (DNS-rebinding protection and CORS). A request without `Origin` is not from a
+ * browser and passes; a browser request passes when its origin is the public URL's own origin or one
+ * of `allowed_origins`, compared exactly. `*` is never answered.
+ */
+export const originAllowed = (origin: string | undefined, config: GatewayConfig): boolean =>
+  origin === undefined || origin === new URL(config.server.public_url).origin || config.allowed_origins.includes(origin)
+
+/** Headers a cross-origin script may read: the challenge and the id to quote in a support request. */
+const exposed = "WWW-Authenticate, X-Request-Id, Mcp-Protocol-Version"
+
+/** Response headers for an allowed browser origin; none for non-browser requests. */
+export const corsHeaders = (origin: string | undefined): Readonly<Record<string, string>> =>
+  origin === undefined
+    ? {}
+    : { "access-control-allow-origin": origin, "access-control-expose-headers": exposed, vary: "Origin" }
+
+/** The request headers the endpoint implements (MCP, auth, W3C trace context) plus declared `Mcp-Param-*` ones. */
+export const allowedRequestHeaders = (paramHeaders: ReadonlyArray<string>): string =>
+  [
+    "Authorization",
+    "Content-Type",
+    "Accept",
+    "Mcp-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "traceparent",
+    "tracestate",
+    ...paramHeaders
+  ].join(", ")
+
+export const preflightHeaders = (origin: string, paramHeaders: ReadonlyArray<string>) => ({
+  "access-control-allow-origin": origin,
+  "access-control-allow-methods": "POST",
+  "access-control-allow-headers": allowedRequestHeaders(paramHeaders),
+  "access-control-max-age": "600",
+  vary: "Origin"
+})

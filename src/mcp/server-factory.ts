@@ -1,0 +1,157 @@
+import type { CompleteRequest } from "@modelcontextprotocol/client"
+import {
+  type AuthInfo,
+  type McpRequestContext,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerCapabilities,
+  type ServerContext
+} from "@modelcontextprotocol/server"
+import type { Caller } from "../auth/caller.js"
+import { version } from "../cli/run.js"
+import type { BackendSlot } from "./backend-slot.js"
+import { withoutReservedMeta } from "./catalog.js"
+import type { CatalogIndex } from "./catalog-index.js"
+import { type ForwardTarget, forward as forwardWith } from "./forward.js"
+import type { InFlightCalls } from "./in-flight.js"
+import { exposeUri, parseExposedUri } from "./naming.js"
+import { pageOf } from "./pagination.js"
+
+/** What the /mcp route learned about a request before handing it to the SDK. */
+export interface RequestGrant {
+  readonly caller: Caller
+  readonly deadline: number
+}
+
+export interface FactoryDeps {
+  readonly slots: ReadonlyArray<BackendSlot>
+  readonly index: () => CatalogIndex
+  readonly visibleBackends: (caller: Caller) => ReadonlyArray<boolean>
+  readonly reportFailure: (backend: number) => void
+  readonly pageSize: number
+  /** Keyed by the AuthInfo object the route passes to `handler.fetch`, which the SDK hands back unchanged. */
+  readonly grants: WeakMap<AuthInfo, RequestGrant>
+  readonly inFlight: InFlightCalls
+}
+
+const unknown = (what: string, key: string) =>
+  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${key}`)
+const notFound = (uri: string) => new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${uri}`)
+
+/**
+ * The per-request MCP server (design: "the per-request server factory is where the caller's identity
+ * meets policy"). A low-level `Server` whose handlers read the generation's precomputed index through
+ * this caller's backend visibility: nothing is registered per tool and no schema is compiled per request.
+ */
+export const makeServerFactory = (deps: FactoryDeps) => {
+  const backendById = new Map(deps.slots.map((slot, at) => [slot.config.id, at]))
+  return (context: McpRequestContext): Server => {
+    const grant = context.authInfo === undefined ? undefined : deps.grants.get(context.authInfo)
+    // The route verifies every request before the SDK sees it; no grant means a wiring bug, so deny.
+    if (grant === undefined) throw new Error("MCP request without a verified caller")
+    const index = deps.index()
+    const visible = deps.visibleBackends(grant.caller)
+    const target = (backend: number): ForwardTarget => ({
+      slot: deps.slots[backend]!,
+      deadline: grant.deadline,
+      reportFailure: () => deps.reportFailure(backend)
+    })
+    const forward = <T>(backend: number, ctx: ServerContext, send: Parameters<typeof forwardWith<T>>[3]) =>
+      deps.inFlight.track(grant.caller, ctx.mcpReq.id, ctx.mcpReq.signal, (signal) =>
+        forwardWith(target(backend), ctx, signal, send)
+      )
+    const completions = index.completions.some((offered, backend) => offered && visible[backend])
+    const capabilities: ServerCapabilities = {
+      tools: { listChanged: true },
+      prompts: { listChanged: true },
+      resources: { listChanged: true },
+      ...(completions ? { completions: {} } : {})
+    }
+    const server = new Server({ name: "gateway", version }, { capabilities })
+
+    server.setRequestHandler("tools/list", (request) => {
+      const page = pageOf(index.tools, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
+      return { tools: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    server.setRequestHandler("tools/call", async (request, ctx) => {
+      const entry = index.toolByName.get(request.params.name)
+      if (entry === undefined || !visible[entry.backend]) throw unknown("tool", request.params.name)
+      const { arguments: args } = request.params
+      const result = await forward(entry.backend, ctx, (client, options) =>
+        client.callTool({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
+      )
+      return withoutReservedMeta(result)
+    })
+    server.setRequestHandler("prompts/list", (request) => {
+      const page = pageOf(index.prompts, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
+      return { prompts: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    server.setRequestHandler("prompts/get", async (request, ctx) => {
+      const entry = index.promptByName.get(request.params.name)
+      if (entry === undefined || !visible[entry.backend]) throw unknown("prompt", request.params.name)
+      const { arguments: args } = request.params
+      const result = await forward(entry.backend, ctx, (client, options) =>
+        client.getPrompt({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
+      )
+      return withoutReservedMeta(result)
+    })
+    server.setRequestHandler("resources/list", (request) => {
+      const page = pageOf(index.resources, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
+      return { resources: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    server.setRequestHandler("resources/templates/list", (request) => {
+      const page = pageOf(index.templates, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
+      return {
+        resourceTemplates: [...page.items],
+        ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor })
+      }
+    })
+    server.setRequestHandler("resources/read", async (request, ctx) => {
+      // Template-expanded URIs are not listed: any URI under a visible backend's prefix goes to that backend.
+      const parsed = parseExposedUri(request.params.uri)
+      const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+      if (parsed === undefined || backend === undefined || !visible[backend]) throw notFound(request.params.uri)
+      const result = await forward(backend, ctx, (client, options) =>
+        client.readResource({ uri: parsed.original }, { ...options, cacheMode: "bypass" })
+      )
+      const id = parsed.backendId
+      return withoutReservedMeta({
+        ...result,
+        contents: result.contents.map((content) => ({ ...content, uri: exposeUri(id, content.uri) }))
+      })
+    })
+    if (completions) {
+      server.setRequestHandler("completion/complete", async (request, ctx) => {
+        const routed = routeCompletion(request.params.ref, index, backendById)
+        if (routed === undefined || !visible[routed.backend] || !index.completions[routed.backend]) {
+          return { completion: { values: [] } }
+        }
+        const result = await forward(routed.backend, ctx, (client, options) =>
+          client.complete({ ...request.params, ref: routed.ref }, options)
+        )
+        return withoutReservedMeta(result)
+      })
+    }
+    server.setNotificationHandler("notifications/cancelled", (notification) => {
+      deps.inFlight.cancel(grant.caller, notification.params?.requestId)
+    })
+    return server
+  }
+}
+
+type CompletionRef = CompleteRequest["params"]["ref"]
+
+const routeCompletion = (
+  ref: CompletionRef,
+  index: CatalogIndex,
+  backendById: ReadonlyMap<string, number>
+): { readonly backend: number; readonly ref: CompletionRef } | undefined => {
+  if (ref.type === "ref/prompt") {
+    const entry = index.promptByName.get(ref.name)
+    return entry === undefined ? undefined : { backend: entry.backend, ref: { ...ref, name: entry.original } }
+  }
+  const parsed = parseExposedUri(ref.uri)
+  const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+  return parsed === undefined || backend === undefined ? undefined : { backend, ref: { ...ref, uri: parsed.original } }
+}

@@ -1,0 +1,69 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
+
+export const LocalCredentialRow = Schema.Struct({
+  user_id: Schema.String,
+  password_hash: Schema.String,
+  /** Sealed with context `local_totp:<user_id>`; null until the person enrolled a second factor. */
+  totp_secret_sealed: Schema.NullOr(Schema.String),
+  totp_last_step: Schema.NullOr(Schema.Number),
+  password_changed_at: StoredTimestamp
+})
+export type LocalCredentialRow = typeof LocalCredentialRow.Type
+
+export const totpSealContext = (userId: string) => `local_totp:${userId}`
+
+/** Persistence of `local_credentials`: password hashes and sealed TOTP secrets of local accounts. */
+export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("gateway/LocalCredentialRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const byUser = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: LocalCredentialRow,
+      execute: (userId) => sql`SELECT * FROM local_credentials WHERE user_id = ${userId}`
+    })
+
+    const find = Effect.fn("LocalCredentialRepo.find")((userId: string) => byUser(userId).pipe(Effect.orDie))
+
+    /** Sets the password hash, creating the row for a new account. */
+    const setPassword = Effect.fn("LocalCredentialRepo.setPassword")(function* (
+      userId: string,
+      passwordHash: string,
+      at: Date
+    ) {
+      const changed = toStoredTimestamp(at)
+      yield* sql`INSERT INTO local_credentials ${sql.insert({
+        user_id: userId,
+        password_hash: passwordHash,
+        password_changed_at: changed
+      })} ON CONFLICT (user_id) DO UPDATE SET password_hash = ${passwordHash}, password_changed_at = ${changed}`.pipe(
+        Effect.orDie
+      )
+    })
+
+    /** Stores a confirmed TOTP secret (or clears it with `null`); `acceptedStep` is the step that confirmed it. */
+    const setTotp = Effect.fn("LocalCredentialRepo.setTotp")(function* (
+      userId: string,
+      sealedSecret: string | null,
+      acceptedStep: number | null
+    ) {
+      yield* sql`UPDATE local_credentials SET totp_secret_sealed = ${sealedSecret}, totp_last_step = ${acceptedStep}
+        WHERE user_id = ${userId}`.pipe(Effect.orDie)
+    })
+
+    /**
+     * Records `step` as used, only if it is later than the last accepted one; false means the code was
+     * already used (also by a concurrent sign-in), so each TOTP code signs in once.
+     */
+    const acceptTotpStep = Effect.fn("LocalCredentialRepo.acceptTotpStep")(function* (userId: string, step: number) {
+      const rows = yield* sql`UPDATE local_credentials SET totp_last_step = ${step}
+        WHERE user_id = ${userId} AND (totp_last_step IS NULL OR totp_last_step < ${step})
+        RETURNING user_id`.pipe(Effect.orDie)
+      return rows.length === 1
+    })
+
+    return { find, setPassword, setTotp, acceptTotpStep } as const
+  })
+}) {}

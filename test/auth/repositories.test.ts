@@ -1,0 +1,109 @@
+/**
+ * The authorization server's repositories on SQLite and PostgreSQL: refresh rotation decided by one
+ * conditional UPDATE, and the session check's cache invalidated by every revoking write.
+ */
+import { randomBytes } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Layer, TestClock } from "effect"
+import { SessionGuard } from "../../src/auth/caller.js"
+import { authRepositories } from "../../src/auth/layer.js"
+import { SessionGuardLive } from "../../src/auth/session-guard.js"
+import { RefreshTokenRepo } from "../../src/store/refresh-tokens.js"
+import { SessionRepo } from "../../src/store/sessions.js"
+import { UserRepo } from "../../src/store/users.js"
+import { storeKinds, testStoreLayer } from "../support/databases.js"
+
+const layerFor = (kind: (typeof storeKinds)[number]) =>
+  SessionGuardLive.pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(testStoreLayer(kind)))
+
+const arrange = Effect.gen(function* () {
+  const now = new Date(yield* Clock.currentTimeMillis)
+  const userId = yield* (yield* UserRepo).insertLocal({
+    kind: "local",
+    username: `u${randomBytes(4).toString("hex")}`,
+    displayName: "U",
+    at: now
+  })
+  const id = randomBytes(16).toString("base64url")
+  yield* (yield* SessionRepo).insert({
+    id,
+    userId,
+    clientId: "cli",
+    scope: "offline_access",
+    resource: "https://gw.example.com/mcp",
+    authTime: now,
+    createdAt: now,
+    expiresAt: new Date(now.getTime() + 8 * 3600_000)
+  })
+  const caller = {
+    issuer: "https://gw.example.com/sso",
+    subject: userId,
+    scopes: new Set<string>(),
+    clientId: "cli",
+    sessionId: id,
+    tokenId: "j",
+    expiresAt: 0
+  }
+  return { userId, sessionId: id, caller, now }
+})
+
+const outcome = (effect: Effect.Effect<void, { readonly reason: string }>) =>
+  Effect.match(effect, { onFailure: (error) => error.reason, onSuccess: () => "admitted" })
+
+describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
+  it.scoped("RefreshTokenRepo.rotate: of ten concurrent rotations of one token exactly one wins", () =>
+    Effect.gen(function* () {
+      const { sessionId, now } = yield* arrange
+      const repo = yield* RefreshTokenRepo
+      yield* repo.insert("old-hash", sessionId, now)
+      const results = yield* Effect.forEach(
+        Array.from({ length: 10 }, (_, index) => `new-hash-${index}`),
+        (next) => repo.rotate("old-hash", next, now),
+        { concurrency: "unbounded" }
+      )
+      expect(results.filter((result) => result._tag === "Rotated")).toHaveLength(1)
+      expect(results.filter((result) => result._tag === "Reused")).toHaveLength(9)
+      expect(yield* repo.rotate("never-issued", "x", now)).toEqual({ _tag: "Unknown" })
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql`SELECT token_hash FROM refresh_tokens ORDER BY token_hash`
+      // Only hashes are stored, and only the winner's successor was inserted.
+      expect(rows).toHaveLength(2)
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("SessionGuard: revoking or disabling denies the next check; re-enabling admits again", () =>
+    Effect.gen(function* () {
+      const { userId, sessionId, caller, now } = yield* arrange
+      const guard = yield* SessionGuard
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      yield* (yield* UserRepo).setStatus(userId, "disabled", now)
+      expect(yield* outcome(guard.check(caller))).toBe("the user is not enabled")
+      yield* (yield* UserRepo).setStatus(userId, "enabled", now)
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      expect(yield* outcome(guard.check({ ...caller, subject: "someone-else" }))).toBe(
+        "the session belongs to another user"
+      )
+      expect(yield* outcome(guard.check({ ...caller, clientId: "other" }))).toBe(
+        "the session belongs to another client"
+      )
+      expect(yield* outcome(guard.check({ ...caller, sessionId: undefined }))).toBe("the token names no session")
+      expect(yield* outcome(guard.check({ ...caller, sessionId: "unknown" }))).toBe("unknown session")
+      expect(yield* (yield* SessionRepo).revoke(sessionId, "grant_revoked", now)).toBe(1)
+      expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("SessionGuard: a write by another process (init-admin --reset) applies within 5 seconds", () =>
+    Effect.gen(function* () {
+      const { sessionId, caller } = yield* arrange
+      const guard = yield* SessionGuard
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE sessions SET revoked_at = created_at, revoked_reason = 'administrator_reset' WHERE id = ${sessionId}`
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      yield* TestClock.adjust("5 seconds")
+      expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+})

@@ -1,0 +1,50 @@
+/** Spec: local accounts; passwords hashed with scrypt and a per-user salt, compared in constant time. */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import {
+  DUMMY_PASSWORD_HASH,
+  generatePassword,
+  hashPassword,
+  verifyPassword
+} from "../../src/identity/local/password.js"
+
+const secret = Redacted.make
+
+describe("password hashing", () => {
+  it.effect("verifies the right password and refuses a wrong one", () =>
+    Effect.gen(function* () {
+      const stored = yield* hashPassword(secret("correct horse battery staple"))
+      expect(stored).toMatch(/^scrypt\$15\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
+      expect(yield* verifyPassword(secret("correct horse battery staple"), stored)).toBe(true)
+      expect(yield* verifyPassword(secret("correct horse battery stapl"), stored)).toBe(false)
+      expect(yield* verifyPassword(secret(""), stored)).toBe(false)
+    })
+  )
+
+  it.effect("salts every hash, so equal passwords never have equal hashes", () =>
+    Effect.gen(function* () {
+      const first = yield* hashPassword(secret("same password here"))
+      const second = yield* hashPassword(secret("same password here"))
+      expect(first).not.toBe(second)
+      expect(first.split("$")[4]).not.toBe(second.split("$")[4])
+    })
+  )
+
+  it.effect("treats Unicode forms alike (NFC) and never matches a malformed or dummy hash", () =>
+    Effect.gen(function* () {
+      const stored = yield* hashPassword(secret("caf\u00e9-passphrase"))
+      expect(yield* verifyPassword(secret("cafe\u0301-passphrase"), stored)).toBe(true)
+      for (const bad of ["", "scrypt$15$8$1$", "bcrypt$x", "scrypt$99$8$1$AAAA$AAAA", "scrypt$a$b$c$d$e"]) {
+        expect(yield* verifyPassword(secret("anything"), bad)).toBe(false)
+      }
+      expect(yield* verifyPassword(secret(""), DUMMY_PASSWORD_HASH)).toBe(false)
+    })
+  )
+
+  it("generates 144-bit passwords that differ every time", () => {
+    const a = Redacted.value(generatePassword())
+    const b = Redacted.value(generatePassword())
+    expect(a).toMatch(/^[A-Za-z0-9_-]{24}$/)
+    expect(a).not.toBe(b)
+  })
+})

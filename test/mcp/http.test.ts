@@ -1,0 +1,188 @@
+/**
+ * /mcp at the HTTP level (spec: Authentication → MCP entry; Protected resource metadata; Errors;
+ * Endpoints → Public): bearer challenges, metadata documents, origin rules and CORS, and precise
+ * answers to bad input, after which the gateway keeps serving.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
+import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
+import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
+import { revokedSessions } from "../support/tokens.js"
+
+let alpha: TestBackend
+let gateway: TestGateway
+let unguarded: TestGateway
+const appOrigin = "https://app.example.com"
+
+beforeAll(async () => {
+  alpha = await startBackend("alpha", alphaTools)
+  const backends = [
+    {
+      id: "alpha",
+      url: alpha.url,
+      allow_insecure_http: true,
+      required_scopes: ["notes:read"],
+      tool_rules: [{ tools: ["*"] }]
+    }
+  ]
+  gateway = await startTestGateway({ patch: { backends, allowed_origins: [appOrigin] } })
+  unguarded = await startTestGateway({ sessionGuard: false, patch: { backends } })
+})
+afterAll(async () => {
+  await gateway?.close()
+  await unguarded?.close()
+  await alpha?.stop()
+})
+
+const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+const bearer = async (options: Parameters<TestGateway["token"]>[0] = {}) => ({
+  authorization: `Bearer ${await gateway.token({ scopes: ["notes:read"], ...options })}`
+})
+const metadata = () => `${gateway.baseUrl}/.well-known/oauth-protected-resource/mcp`
+
+describe("bearer tokens on /mcp", () => {
+  it("no token: 401 with a challenge naming the path-aware metadata", async () => {
+    const response = await rawPost(gateway.mcpUrl, list)
+    expect(response.status).toBe(401)
+    expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${metadata()}"`)
+    expect(await response.json()).toMatchObject({ error: "unauthorized" })
+  })
+
+  it.each([
+    ["expired", { expiresInSeconds: 1 }, 1_100],
+    ["wrong audience", { audience: "https://elsewhere.example.com/mcp" }, 0],
+    ["wrong issuer", { issuer: "https://elsewhere.example.com/sso" }, 0]
+  ] as const)("%s token: 401 invalid_token", async (_, options, wait) => {
+    const headers = await bearer(options)
+    await new Promise((done) => setTimeout(done, wait))
+    const response = await rawPost(gateway.mcpUrl, list, headers)
+    expect(response.status).toBe(401)
+    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer error="invalid_token", .*resource_metadata="/)
+  })
+
+  it("a garbled token, a token in the query and a non-bearer scheme are refused", async () => {
+    expect((await rawPost(gateway.mcpUrl, list, { authorization: "Bearer not.a.jwt" })).status).toBe(401)
+    expect((await rawPost(gateway.mcpUrl, list, { authorization: "Basic dXNlcjpwYXNz" })).status).toBe(401)
+    const token = (await bearer()).authorization.slice(7)
+    expect((await rawPost(`${gateway.mcpUrl}?access_token=${token}`, list)).status).toBe(401)
+  })
+
+  it("a revoked session and a gateway without a session store both refuse builtin tokens", async () => {
+    revokedSessions.add("revoked-session")
+    const revoked = await rawPost(gateway.mcpUrl, list, await bearer({ sessionId: "revoked-session" }))
+    expect(revoked.status).toBe(401)
+    const token = await unguarded.token({ scopes: ["notes:read"] })
+    const response = await rawPost(unguarded.mcpUrl, list, { authorization: `Bearer ${token}` })
+    expect(response.status).toBe(401)
+  })
+
+  it("a token that opens no backend: 403 insufficient_scope naming the scopes and the metadata", async () => {
+    const response = await rawPost(gateway.mcpUrl, list, await bearer({ scopes: ["other"] }))
+    expect(response.status).toBe(403)
+    expect(response.headers.get("www-authenticate")).toBe(
+      `Bearer error="insufficient_scope", scope="notes:read", resource_metadata="${metadata()}"`
+    )
+  })
+})
+
+describe("protected resource metadata", () => {
+  it("serves the spec's four fields at the path-aware address and the root alias", async () => {
+    for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
+      const response = await fetch(`${gateway.baseUrl}${path}`)
+      expect(response.status).toBe(200)
+      expect(await response.json()).toEqual({
+        resource: gateway.mcpUrl,
+        authorization_servers: [`${gateway.baseUrl}/sso`],
+        scopes_supported: ["notes:read"],
+        bearer_methods_supported: ["header"]
+      })
+    }
+  })
+})
+
+describe("origins and CORS", () => {
+  it("preflight answers an allowed origin exactly, with POST and the MCP and trace headers", async () => {
+    const response = await fetch(gateway.mcpUrl, {
+      method: "OPTIONS",
+      headers: { origin: appOrigin, "access-control-request-method": "POST" }
+    })
+    expect(response.status).toBe(204)
+    expect(response.headers.get("access-control-allow-origin")).toBe(appOrigin)
+    expect(response.headers.get("access-control-allow-methods")).toBe("POST")
+    const allowed = response.headers.get("access-control-allow-headers") ?? ""
+    for (const header of ["Authorization", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "traceparent"]) {
+      expect(allowed).toContain(header)
+    }
+  })
+
+  it("refuses other origins: preflight and POST get 403, never a wildcard", async () => {
+    const preflight = await fetch(gateway.mcpUrl, {
+      method: "OPTIONS",
+      headers: { origin: "https://evil.example.com" }
+    })
+    expect(preflight.status).toBe(403)
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull()
+    const post = await rawPost(gateway.mcpUrl, list, { ...(await bearer()), origin: "https://evil.example.com" })
+    expect(post.status).toBe(403)
+    expect(await post.json()).toMatchObject({ error: "origin_not_allowed" })
+  })
+
+  it("allows the gateway's own origin and an allowed origin on POST, with CORS headers", async () => {
+    const same = await rawPost(gateway.mcpUrl, list, { ...(await bearer()), origin: gateway.baseUrl })
+    expect(same.status).toBe(200)
+    const cross = await rawPost(gateway.mcpUrl, list, { ...(await bearer()), origin: appOrigin })
+    expect(cross.status).toBe(200)
+    expect(cross.headers.get("access-control-allow-origin")).toBe(appOrigin)
+  })
+
+  it("GET and DELETE /mcp answer 405 with Allow: POST", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const response = await fetch(gateway.mcpUrl, { method })
+      expect(response.status).toBe(405)
+      expect(response.headers.get("allow")).toBe("POST")
+    }
+  })
+})
+
+describe("bad input gets a precise answer and the gateway keeps serving", () => {
+  it.each([
+    ["malformed JSON", "{nope", {}, 400, -32700],
+    ["a JSON-RPC batch", `[${list},${list}]`, {}, 400, -32600],
+    [
+      "an unknown method",
+      JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/frobnicate", params: {} }),
+      {},
+      200,
+      -32601
+    ],
+    [
+      "invalid params",
+      JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { arguments: {} } }),
+      {},
+      200,
+      -32602
+    ]
+  ] as const)("%s", async (_, body, extra, status, code) => {
+    const response = await rawPost(gateway.mcpUrl, body, { ...(await bearer()), ...extra })
+    expect(response.status).toBe(status)
+    expect(((await jsonRpcOf(response))["error"] as { code: number }).code).toBe(code)
+  })
+
+  it("wrong content type: 415; oversized body: 413 (limit 4 MiB)", async () => {
+    const wrongType = await rawPost(gateway.mcpUrl, list, { ...(await bearer()), "content-type": "text/plain" })
+    expect(wrongType.status).toBe(415)
+    expect(await wrongType.json()).toMatchObject({ error: "unsupported_media_type" })
+    const huge = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 4,
+      method: "tools/call",
+      params: { name: "alpha__echo", arguments: { message: "x".repeat(4 * 1024 * 1024) } }
+    })
+    const tooLarge = await rawPost(gateway.mcpUrl, huge, await bearer())
+    expect(tooLarge.status).toBe(413)
+    expect(await tooLarge.json()).toMatchObject({ error: "payload_too_large" })
+    const after = await rawPost(gateway.mcpUrl, list, await bearer())
+    expect(after.status).toBe(200)
+    expect(((await jsonRpcOf(after))["result"] as { tools: Array<unknown> }).tools.length).toBeGreaterThan(0)
+  })
+})

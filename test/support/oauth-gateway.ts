@@ -1,0 +1,105 @@
+import { randomBytes } from "node:crypto"
+import { join } from "node:path"
+import { type Context, Effect, Either, Layer, Logger, Redacted, type Scope } from "effect"
+import { stringify } from "yaml"
+import { parseConfig } from "../../src/config/load.js"
+import type { LoadedConfig } from "../../src/config/service.js"
+import { parseConfigKey } from "../../src/crypto/config-key.js"
+import { initAdmin } from "../../src/identity/local/admin.js"
+import { baseLayer } from "../../src/runtime/base.js"
+import { buildGeneration, closeGeneration } from "../../src/runtime/generation.js"
+import type { BaseServices } from "../../src/runtime/generation-layer.js"
+import { makeListener } from "../../src/runtime/listener.js"
+import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
+import { freePort } from "./gateway-process.js"
+
+/** The built-in administrator's password in every test gateway. */
+export const ADMIN_PASSWORD = "correct horse battery staple"
+
+/**
+ * An in-process gateway with the built-in authorization server, on a real loopback listener, built
+ * inside the calling Effect scope: under `it.effect` its services run on the `TestClock`, so tests move
+ * time with `TestClock.adjust`. The production base layer and generation; the administrator exists.
+ */
+export interface OAuthGateway {
+  readonly baseUrl: string
+  readonly issuer: string
+  readonly mcpUrl: string
+  readonly loaded: LoadedConfig
+  readonly base: Context.Context<BaseServices>
+}
+
+export interface OAuthGatewayOptions {
+  readonly kind?: StoreKindUnderTest
+  /** Extra keys of `auth` (e.g. `sso.clients`), replacing the defaults. */
+  readonly auth?: (origin: string) => Record<string, unknown>
+  /** Other top-level keys (client_authorization, backends, …). */
+  readonly patch?: Record<string, unknown>
+}
+
+/** Clients every test gateway registers: loopback any-port, loopback fixed port, exact https, custom scheme. */
+export const defaultClients = (origin: string) => [
+  {
+    id: "cli",
+    redirect_uris: ["http://127.0.0.1/callback", "http://localhost/callback", "http://[::1]/callback"],
+    resources: [`${origin}/mcp`]
+  },
+  { id: "fixed", redirect_uris: ["http://127.0.0.1:7777/cb"], resources: [`${origin}/mcp`] },
+  {
+    id: "web",
+    redirect_uris: ["https://app.example.com/oauth/callback?tenant=1", "com.example.app:/oauth"],
+    resources: [`${origin}/mcp`, "https://admin.example.com/api"]
+  },
+  { id: "portal", redirect_uris: ["http://127.0.0.1/portal"], resources: [`${origin}/mcp`] }
+]
+
+// @effect/vitest removes the logger; GATEWAY_TEST_LOGS=1 brings the gateway's logs back when debugging.
+const withLogs = process.env["GATEWAY_TEST_LOGS"] === "1"
+
+export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<OAuthGateway, unknown, Scope.Scope> =>
+  build(options).pipe(withLogs ? Effect.provide(Logger.pretty) : (self) => self)
+
+const build = (options: OAuthGatewayOptions) =>
+  Effect.gen(function* () {
+    const port = yield* Effect.promise(freePort)
+    const dir = yield* withTempDir
+    const storage = yield* withStorage(options.kind ?? "sqlite")
+    const origin = `http://127.0.0.1:${port}`
+    const document = {
+      server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp` },
+      auth: { issuer: `${origin}/sso`, ...(options.auth?.(origin) ?? { sso: { clients: defaultClients(origin) } }) },
+      storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
+      ...options.patch,
+      admin: {
+        listen: `127.0.0.1:${yield* Effect.promise(freePort)}`,
+        ...(options.patch?.["admin"] as object | undefined)
+      }
+    }
+    const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), {})
+    if (Either.isLeft(parsed)) return yield* Effect.dieMessage(parsed.left.message)
+    const loaded = parsed.right
+    const key = yield* parseConfigKey(randomBytes(32).toString("base64"))
+    const base = yield* Layer.build(baseLayer(loaded.config.storage, key))
+    yield* initAdmin({
+      reset: false,
+      resetPassword: true,
+      resetMfa: false,
+      password: Redacted.make(ADMIN_PASSWORD)
+    }).pipe(Effect.provide(base))
+    const generation = yield* Effect.acquireRelease(buildGeneration(1, loaded, base), closeGeneration)
+    const listener = yield* Effect.acquireRelease(makeListener("127.0.0.1", port), (listener) =>
+      Effect.sync(() => {
+        listener.stopAccepting()
+        listener.closeAll()
+      })
+    )
+    listener.activate(generation)
+    const gateway: OAuthGateway = { baseUrl: origin, issuer: `${origin}/sso`, mcpUrl: `${origin}/mcp`, loaded, base }
+    return gateway
+  })
+
+/** Runs `effect` against the gateway's process-wide services (repositories, Signer, SessionGuard). */
+export const inGateway =
+  (gateway: OAuthGateway) =>
+  <A, E>(effect: Effect.Effect<A, E, BaseServices>): Effect.Effect<A, E> =>
+    Effect.provide(effect, gateway.base)

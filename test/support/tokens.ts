@@ -1,0 +1,45 @@
+import { Effect, Layer } from "effect"
+import { type Caller, SessionGuard, SessionRejected } from "../../src/auth/caller.js"
+import type { GatewayConfig } from "../../src/config/schema.js"
+import type { Signer } from "../../src/crypto/signer.js"
+
+/**
+ * TEST DOUBLE, in one place on purpose: until the authorization server's session store exists (issue 4),
+ * builtin-mode tests mint access tokens with the Signer and accept their sessions with this guard.
+ * When real sessions land, swap `testSessionGuard` for the real SessionGuard over a created session
+ * and make `mintAccessToken` go through it; the tests using these helpers should not need to change.
+ */
+export const revokedSessions = new Set<string>()
+
+export const testSessionGuard = Layer.succeed(SessionGuard, {
+  check: (caller: Caller) =>
+    caller.sessionId !== undefined && revokedSessions.has(caller.sessionId)
+      ? Effect.fail(new SessionRejected({ reason: "session revoked" }))
+      : Effect.void
+})
+
+export interface TokenOptions {
+  readonly subject?: string
+  readonly scopes?: ReadonlyArray<string>
+  readonly sessionId?: string
+  readonly expiresInSeconds?: number
+  readonly audience?: string
+  readonly issuer?: string
+}
+
+export const mintAccessToken = (signer: Signer, config: GatewayConfig, options: TokenOptions = {}) =>
+  Effect.runPromise(
+    signer.sign(
+      {
+        scope: (options.scopes ?? []).join(" "),
+        client_id: "test-client",
+        sid: options.sessionId ?? "test-session"
+      },
+      {
+        issuer: options.issuer ?? config.auth.issuer,
+        audience: options.audience ?? config.server.public_url,
+        subject: options.subject ?? "user-1",
+        expiresInSeconds: options.expiresInSeconds ?? 600
+      }
+    )
+  )
