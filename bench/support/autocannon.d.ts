@@ -2,6 +2,8 @@
 declare module "autocannon" {
   export interface Options {
     readonly url: string
+    readonly method?: "GET" | "POST"
+    readonly body?: string
     readonly connections?: number
     readonly duration?: number
     readonly pipelining?: number

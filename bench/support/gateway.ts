@@ -1,7 +1,10 @@
+import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { promisify } from "node:util"
+import { stringify } from "yaml"
 import { freePort } from "./http.js"
 import { type Child, startProcess } from "./process.js"
 
@@ -20,7 +23,8 @@ process.on("exit", () => {
   for (const dir of directories) rmSync(dir, { recursive: true, force: true })
 })
 
-export const newDeployment = async (): Promise<Deployment> => {
+/** `extra`: further top-level configuration keys (backends, catalog, …), written as YAML. */
+export const newDeployment = async (extra: Readonly<Record<string, unknown>> = {}): Promise<Deployment> => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
   directories.add(dir)
   const port = await freePort()
@@ -43,22 +47,42 @@ export const newDeployment = async (): Promise<Deployment> => {
       "admin:",
       "  mode: local",
       `  listen: 127.0.0.1:${adminPort}`,
-      ""
+      Object.keys(extra).length === 0 ? "" : stringify(extra)
     ].join("\n")
   )
   return { dir, configFile, databaseFile, configKey: randomBytes(32).toString("base64"), baseUrl }
 }
 
-/** `node dist/main.js serve`: a clean environment, so nothing from the bench (tsx loaders, NODE_OPTIONS) leaks in. */
-export const startGateway = (entry: string, deployment: Deployment): Child =>
-  startProcess("gateway", process.execPath, [entry, "serve", "--config", deployment.configFile], {
-    cwd: deployment.dir,
-    env: {
-      PATH: process.env["PATH"] ?? "",
-      HOME: deployment.dir,
-      GATEWAY_CONFIG_KEY: deployment.configKey
-    }
-  })
+const gatewayEnv = (deployment: Deployment) => ({
+  PATH: process.env["PATH"] ?? "",
+  HOME: deployment.dir,
+  GATEWAY_CONFIG_KEY: deployment.configKey
+})
+
+/**
+ * `node dist/main.js serve`: a clean environment, so nothing from the bench (tsx loaders, NODE_OPTIONS)
+ * leaks in. `--dev` makes it accept `gateway dev-token` tokens (see `devToken`).
+ */
+export const startGateway = (entry: string, deployment: Deployment, options: { readonly dev?: boolean } = {}): Child =>
+  startProcess(
+    "gateway",
+    process.execPath,
+    [entry, "serve", "--config", deployment.configFile, ...(options.dev === true ? ["--dev"] : [])],
+    { cwd: deployment.dir, env: gatewayEnv(deployment) }
+  )
+
+/**
+ * A /mcp token from `gateway dev-token`, the documented development path (docs/mcp.md): signed by the
+ * deployment's own key, verified like any builtin token by a gateway started with `dev: true`.
+ */
+export const devToken = async (entry: string, deployment: Deployment): Promise<string> => {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [entry, "dev-token", "--config", deployment.configFile],
+    { cwd: deployment.dir, env: gatewayEnv(deployment) }
+  )
+  return stdout.trim()
+}
 
 export const SERVING_TIMEOUT_MS = 15_000
 

@@ -12,3 +12,11 @@ export const range = (values: ReadonlyArray<number>): { readonly min: number; re
   min: Math.min(...values),
   max: Math.max(...values)
 })
+
+/** Nearest-rank percentile (`p` in 0-100) of a sample. */
+export const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  const ordered = sorted(values)
+  if (ordered.length === 0) return Number.NaN
+  const rank = Math.min(ordered.length, Math.max(1, Math.ceil((p / 100) * ordered.length)))
+  return ordered[rank - 1] ?? Number.NaN
+}

@@ -42,17 +42,18 @@ export const BearerVerifierLive = Layer.scoped(
     const issuer = config.auth.issuer
     const rejected = (description: string) => invalidToken(challengeUrl, description)
 
+    // Looked up once per generation, not per request: the SessionGuard is a process-wide service.
+    const guard = yield* Effect.serviceOption(SessionGuard)
+    const noSessionStore = rejected("No session store is available to check this token.")
+    const sessionEnded = rejected("The token's session is no longer valid.")
     const builtin = (token: string) =>
       Effect.gen(function* () {
         const payload = yield* signer
           .verify(token, { issuer, audience })
           .pipe(Effect.mapError((error) => rejected(describe(error.code))))
         const caller = callerFromClaims(payload)
-        const guard = yield* Effect.serviceOption(SessionGuard)
-        if (Option.isNone(guard)) return yield* rejected("No session store is available to check this token.")
-        yield* guard.value
-          .check(caller)
-          .pipe(Effect.mapError(() => rejected("The token's session is no longer valid.")))
+        if (Option.isNone(guard)) return yield* noSessionStore
+        yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
         return caller
       })
 

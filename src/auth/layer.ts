@@ -8,6 +8,7 @@ import { SessionCache } from "../store/session-cache.js"
 import { SessionRepo } from "../store/sessions.js"
 import { UserRepo } from "../store/users.js"
 import type { SessionGuard } from "./caller.js"
+import { SessionMaintenance } from "./maintenance.js"
 import { PendingAuthorizations } from "./pending.js"
 import { SessionGuardLive } from "./session-guard.js"
 import { LoginThrottle } from "./throttle.js"
@@ -31,7 +32,8 @@ export const authBaseLayer = Layer.mergeAll(
   SessionGuardLive,
   LocalAccounts.Default,
   PendingAuthorizations.Default,
-  LoginThrottle.Default
+  LoginThrottle.Default,
+  SessionMaintenance
 ).pipe(Layer.provideMerge(authRepositories))
 
 export type AuthBaseServices =

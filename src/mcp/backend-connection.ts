@@ -3,6 +3,7 @@ import { Data, Duration, Effect } from "effect"
 import { version } from "../cli/run.js"
 import type { BackendConfig } from "../config/schema.js"
 import { backendRequestAuth } from "./backend-auth.js"
+import { makeBackendFetch } from "./backend-fetch.js"
 import type { BackendCatalog } from "./catalog.js"
 
 export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
@@ -31,14 +32,19 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
           listMaxPages: 1000
         }
       )
+      const backendFetch = makeBackendFetch()
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
+        fetch: backendFetch.fetch,
         ...(authProvider === undefined ? {} : { authProvider })
       })
+      // Closing the client (generation closing, reconnect) also drops its kept-alive connections.
+      client.onclose = backendFetch.close
       try {
         await client.connect(transport, { timeout: Duration.toMillis(backend.timeouts.connect), signal })
       } catch (error) {
         await client.close().catch(() => {})
+        backendFetch.close()
         throw error
       }
       return client

@@ -22,10 +22,16 @@ export class InFlightCalls {
   ) {
     const key = InFlightCalls.key(caller, requestId)
     const controller = new AbortController()
+    // A listener, not `AbortSignal.any`: on Node 20 that costs several times more per call and keeps
+    // weak references for the garbage collector to clean up.
+    const abort = () => controller.abort(parent.reason)
+    if (parent.aborted) abort()
+    else parent.addEventListener("abort", abort, { once: true })
     this.calls.set(key, controller)
     try {
-      return await work(AbortSignal.any([parent, controller.signal]))
+      return await work(controller.signal)
     } finally {
+      parent.removeEventListener("abort", abort)
       if (this.calls.get(key) === controller) this.calls.delete(key)
     }
   }

@@ -1,5 +1,6 @@
-import { HttpIncomingMessage, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect } from "effect"
 import { HttpError } from "../http/error-body.js"
 
 /**
@@ -22,18 +23,49 @@ export const unsupportedMediaType = new HttpError({
   description: "POST /mcp takes Content-Type: application/json."
 })
 
+const unreadable = new HttpError({
+  status: 400,
+  code: "invalid_request",
+  description: "The request body could not be read."
+})
+
+/**
+ * The body as text, at most `maxMcpBody` bytes. Read from the Node request directly: the platform's
+ * stream-based reader costs more per request than everything else the route does before the SDK
+ * (docs/benchmarks.md), and an /mcp body is one small JSON document read in one go anyway.
+ */
 export const readBody = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function* () {
-    if (Number(request.headers["content-length"] ?? 0) > maxMcpBody) return yield* tooLarge
-    const bytes = yield* request.arrayBuffer.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(maxMcpBody)),
-      Effect.mapError((error) =>
-        String(error.cause).includes("maxBytes")
-          ? tooLarge
-          : new HttpError({ status: 400, code: "invalid_request", description: "The request body could not be read." })
-      )
-    )
-    return new TextDecoder().decode(bytes)
+  Effect.async<string, HttpError>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return resume(Effect.fail(tooLarge))
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const stop = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxMcpBody) {
+        chunks.push(chunk)
+        return
+      }
+      stop()
+      resume(Effect.fail(tooLarge))
+    }
+    const onEnd = () => {
+      stop()
+      resume(Effect.succeed(Buffer.concat(chunks, size).toString("utf8")))
+    }
+    const onError = () => {
+      stop()
+      resume(Effect.fail(unreadable))
+    }
+    incoming.on("data", onData)
+    incoming.on("end", onEnd)
+    incoming.on("error", onError)
+    return Effect.sync(stop)
   })
 
 export const jsonRpcError = (status: number, code: number, message: string) =>

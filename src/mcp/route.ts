@@ -27,20 +27,51 @@ const withHeaders = (headers: Readonly<Record<string, string>>) => (error: unkno
   error instanceof HttpError ? new HttpError({ ...error, headers: { ...error.headers, ...headers } }) : error
 
 /**
- * Fires when the client disconnects before the response is complete. Watched on the socket directly:
- * a disconnect must cancel the backend call (notifications/cancelled) even while the response is
- * still being produced, which is exactly when 2026-07-28 clients cancel (they close the request).
+ * The request's cancellation, handed to the SDK as the web Request's signal: it fires when the request
+ * fiber is interrupted (deadline, generation closing) and when the client disconnects before the response
+ * is complete. The socket is watched directly because a streamed (SSE) answer outlives the fiber's wait
+ * for the handler, and a disconnect must still cancel the backend call then, which is exactly when
+ * 2026-07-28 clients cancel (they close the request). One controller rather than `AbortSignal.any`,
+ * which costs several times more per request on Node 20.
  */
-const clientGone = (request: HttpServerRequest.HttpServerRequest): AbortSignal => {
+const cancellation = (request: HttpServerRequest.HttpServerRequest, interrupted: AbortSignal): AbortSignal => {
   const controller = new AbortController()
+  const abort = () => controller.abort()
+  interrupted.addEventListener("abort", abort, { once: true })
   const response = NodeHttpServerRequest.toServerResponse(request)
   response.once("close", () => {
-    if (!response.writableFinished) controller.abort()
+    if (!response.writableFinished) abort()
   })
   return controller.signal
 }
 
-const webHeaders = (headers: Readonly<Record<string, string>>) => new Headers(Object.entries(headers))
+// Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
+const withheldHeaders = new Set(["authorization", "cookie"])
+
+const webHeaders = (headers: Readonly<Record<string, string>>): Headers => {
+  const result = new Headers()
+  for (const name in headers) if (!withheldHeaders.has(name)) result.set(name, headers[name]!)
+  return result
+}
+
+/**
+ * A JSON answer is complete when the SDK returns it: it is sent in one write with its length. Only an
+ * SSE answer (progress before the result, `subscriptions/listen`) is streamed.
+ */
+const toServerResponse = (response: Response, cors: Readonly<Record<string, string>>) => {
+  const type = response.headers.get("content-type") ?? ""
+  if (response.body === null || type.startsWith("text/event-stream")) {
+    return Effect.succeed(HttpServerResponse.setHeaders(HttpServerResponse.fromWeb(response), cors))
+  }
+  return Effect.map(
+    Effect.promise(() => response.arrayBuffer()),
+    (body) =>
+      HttpServerResponse.uint8Array(new Uint8Array(body), {
+        status: response.status,
+        headers: { ...Object.fromEntries(response.headers), ...cors }
+      })
+  )
+}
 
 const post = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -64,13 +95,13 @@ const post = Effect.gen(function* () {
         new Request(config.server.public_url, {
           method: "POST",
           headers: webHeaders(request.headers),
-          signal: AbortSignal.any([interrupted, clientGone(request)])
+          signal: cancellation(request, interrupted)
         }),
         parsed.message,
         { caller, deadline }
       )
     )
-    return HttpServerResponse.setHeaders(HttpServerResponse.fromWeb(response), cors)
+    return yield* toServerResponse(response, cors)
   }).pipe(Effect.mapError(withHeaders(cors)))
 })
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpIncomingMessage, HttpRouter } from "@effect/platform"
+import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
 import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
@@ -55,13 +55,15 @@ export const buildGeneration = (
       const router = extraRoutes === undefined ? served : HttpRouter.concat(served, extraRoutes)
       // The router's lookup table is built once per generation, not per request.
       const routerApp = yield* HttpRouter.toHttpApp(router)
-      const app = withRequestContext(
-        loaded.config.request_timeout,
-        loaded.config.log_level === "debug"
-      )(runInGeneration(fibers)(routerApp)).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
-      // No trace exporter exists, so spans would be built and dropped on every request.
+      const app = withRequestContext(loaded.config.log_level === "debug")(
+        runInGeneration(fibers, loaded.config.request_timeout)(routerApp)
+      ).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
+      // No trace exporter exists, so spans would be built and dropped on every request. The platform's
+      // tracer middleware wraps the app from outside: unless disabled here it still parses the URL and
+      // copies every header into span attributes per request, tracer or not.
       const handler = yield* NodeHttpServer.makeHandler(app.pipe(Effect.withTracerEnabled(false))).pipe(
-        Effect.provide(context)
+        Effect.provide(context),
+        Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
       )
       return { handler, backends: Context.get(context, Backends) }
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))

@@ -42,8 +42,7 @@ const makeMap = <A>() => {
     },
     delete: (key: string) => {
       entries.delete(key)
-    },
-    clear: () => entries.clear()
+    }
   }
 }
 
@@ -61,9 +60,7 @@ export class SessionCache extends Effect.Service<SessionCache>()("gateway/Sessio
         Effect.sync(() => {
           for (const id of ids) sessions.delete(id)
         }),
-      forgetUser: (id: string) => Effect.sync(() => users.delete(id)),
-      /** For writes that touch sessions by user rather than by id. */
-      forgetAllSessions: Effect.sync(() => sessions.clear())
+      forgetUser: (id: string) => Effect.sync(() => users.delete(id))
     } as const
   }
 }) {}

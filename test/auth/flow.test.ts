@@ -6,9 +6,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { SessionGuard } from "../../src/auth/caller.js"
 import { Signer } from "../../src/crypto/signer.js"
+import { SessionRepo } from "../../src/store/sessions.js"
 import { storeKinds } from "../support/databases.js"
 import { authorizePath, Browser, callbackParams, pkcePair, signIn, tokenRequest } from "../support/oauth-client.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+import { admits, mintSessionToken } from "../support/oauth-session.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
@@ -89,6 +91,21 @@ describe.each(storeKinds)("the authorization code flow (%s)", (kind) => {
           })
         )
       )
+    })
+  )
+
+  it.scoped("a token for a stored session passes the /mcp checks until the session is revoked", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ kind })
+      const minted = yield* inGateway(gateway)(
+        mintSessionToken({ issuer: gateway.issuer, audience: gateway.mcpUrl, scopes: ["a"] })
+      )
+      expect(yield* admits(gateway, minted.token)).toBe("admitted")
+      const now = new Date(yield* Clock.currentTimeMillis)
+      yield* inGateway(gateway)(
+        Effect.flatMap(SessionRepo, (sessions) => sessions.revoke(minted.sessionId, "grant_revoked", now))
+      )
+      expect(yield* admits(gateway, minted.token)).toBe("session: the session was revoked")
     })
   )
 })

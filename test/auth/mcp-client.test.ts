@@ -52,7 +52,7 @@ describe("real MCP clients sign in through the built-in authorization server", (
   it.scopedLive("client SDK 2.x: 401 → discovery → browser sign-in → tokens → tools/list; disabling cuts it off", () =>
     Effect.gen(function* () {
       const gateway = yield* gatewayWithBackend
-      const provider = new MemoryOAuthProvider("http://127.0.0.1:47001/callback")
+      const provider = new MemoryOAuthProvider("http://127.0.0.1:47001/callback", gateway.issuer)
       const first = new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { authProvider: provider })
       const refused = yield* promise(() =>
         new Client({ name: "t", version: "1" }).connect(first).then(
@@ -102,7 +102,7 @@ describe("real MCP clients sign in through the built-in authorization server", (
   it.scopedLive("@modelcontextprotocol/sdk 1.x: the same discovery and sign-in, then tools/list", () =>
     Effect.gen(function* () {
       const gateway = yield* gatewayWithBackend
-      const provider = new MemoryOAuthProvider("http://localhost:47002/callback")
+      const provider = new MemoryOAuthProvider("http://localhost:47002/callback", gateway.issuer)
       const first = new TransportV1(new URL(gateway.mcpUrl), { authProvider: provider })
       const refused = yield* promise(() =>
         new ClientV1({ name: "t", version: "1" }).connect(first).then(

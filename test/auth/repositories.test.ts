@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Layer, TestClock } from "effect"
 import { SessionGuard } from "../../src/auth/caller.js"
 import { authRepositories } from "../../src/auth/layer.js"
+import { SessionMaintenance } from "../../src/auth/maintenance.js"
 import { SessionGuardLive } from "../../src/auth/session-guard.js"
 import { RefreshTokenRepo } from "../../src/store/refresh-tokens.js"
 import { SessionRepo } from "../../src/store/sessions.js"
@@ -91,6 +92,27 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
       expect(yield* outcome(guard.check({ ...caller, sessionId: "unknown" }))).toBe("unknown session")
       expect(yield* (yield* SessionRepo).revoke(sessionId, "grant_revoked", now)).toBe(1)
       expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("SessionMaintenance deletes sessions a day after they ended, with their refresh tokens", () =>
+    Effect.gen(function* () {
+      const { sessionId, now } = yield* arrange
+      yield* (yield* RefreshTokenRepo).insert("hash", sessionId, now)
+      yield* Layer.launch(SessionMaintenance).pipe(Effect.forkScoped)
+      const sql = yield* SqlClient.SqlClient
+      const count = Effect.map(sql`SELECT id FROM sessions`, (rows) => rows.length)
+      // The session ends 8 hours after `now`; the hourly sweep removes it once it ended 24 hours ago.
+      yield* TestClock.adjust("32 hours")
+      expect(yield* count).toBe(1)
+      yield* TestClock.adjust("1 hour")
+      // The woken sweep runs its queries concurrently: poll (real time) until it finished.
+      const settled = yield* count.pipe(
+        Effect.tap(() => Effect.promise(() => new Promise((done) => setTimeout(done, 10)))),
+        Effect.repeat({ until: (left) => left === 0, times: 100 })
+      )
+      expect(settled).toBe(0)
+      expect(yield* sql`SELECT token_hash FROM refresh_tokens`).toEqual([])
     }).pipe(Effect.provide(layerFor(kind)))
   )
 

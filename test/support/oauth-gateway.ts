@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
-import { type Context, Effect, Either, Layer, Logger, Redacted, type Scope } from "effect"
+import { type Context, Effect, Either, Layer, Logger, LogLevel, Redacted, type Scope } from "effect"
 import { stringify } from "yaml"
 import { parseConfig } from "../../src/config/load.js"
 import type { LoadedConfig } from "../../src/config/service.js"
@@ -53,11 +53,11 @@ export const defaultClients = (origin: string) => [
   { id: "portal", redirect_uris: ["http://127.0.0.1/portal"], resources: [`${origin}/mcp`] }
 ]
 
-// @effect/vitest removes the logger; GATEWAY_TEST_LOGS=1 brings the gateway's logs back when debugging.
+// Quiet by default (live tests keep Effect's logger); GATEWAY_TEST_LOGS=1 shows everything when debugging.
 const withLogs = process.env["GATEWAY_TEST_LOGS"] === "1"
 
 export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<OAuthGateway, unknown, Scope.Scope> =>
-  build(options).pipe(withLogs ? Effect.provide(Logger.pretty) : (self) => self)
+  build(options).pipe(withLogs ? Effect.provide(Logger.pretty) : Logger.withMinimumLogLevel(LogLevel.Error))
 
 const build = (options: OAuthGatewayOptions) =>
   Effect.gen(function* () {
@@ -86,7 +86,10 @@ const build = (options: OAuthGatewayOptions) =>
       resetMfa: false,
       password: Redacted.make(ADMIN_PASSWORD)
     }).pipe(Effect.provide(base))
-    const generation = yield* Effect.acquireRelease(buildGeneration(1, loaded, base), closeGeneration)
+    // Not inside acquireRelease: its acquire is uninterruptible, and the generation's workers forked there
+    // would inherit that and never stop when the scope closes.
+    const generation = yield* buildGeneration(1, loaded, base)
+    yield* Effect.addFinalizer(() => closeGeneration(generation))
     const listener = yield* Effect.acquireRelease(makeListener("127.0.0.1", port), (listener) =>
       Effect.sync(() => {
         listener.stopAccepting()

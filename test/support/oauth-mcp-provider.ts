@@ -17,9 +17,11 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
 
   constructor(
     private readonly redirect: string,
+    issuer: string,
     clientId = "cli"
   ) {
-    this.information = { client_id: clientId }
+    // Stamped with the issuer it is registered at, as the 2.x SDK expects stored client records to be.
+    this.information = { client_id: clientId, issuer }
   }
 
   get redirectUrl() {

@@ -1,0 +1,70 @@
+import { Agent, request } from "node:http"
+
+/**
+ * The raw JSON-RPC client both paths are measured with: node:http on one keep-alive connection, timed
+ * with `process.hrtime` (sub-millisecond), so the direct and the gateway figures differ only by the server.
+ */
+export interface Timed {
+  readonly status: number
+  readonly body: string
+  readonly ms: number
+}
+
+export const keepAliveAgent = () => new Agent({ keepAlive: true, maxSockets: 1 })
+
+export const postTimed = (agent: Agent, url: string, body: string, headers: Readonly<Record<string, string>>) =>
+  new Promise<Timed>((resolve, reject) => {
+    const started = process.hrtime.bigint()
+    const req = request(
+      url,
+      { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString("utf8"),
+            ms: Number(process.hrtime.bigint() - started) / 1e6
+          })
+        )
+        res.on("error", reject)
+      }
+    )
+    req.on("error", reject)
+    req.end(body)
+  })
+
+const PROTOCOL = "2026-07-28"
+
+/** A 2026-07-28 request as the client SDK 2.x sends it: `_meta` envelope plus the standard headers. */
+export const modernRequest = (method: string, params: Record<string, unknown>, name?: string) => ({
+  body: JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientInfo": { name: "bench", version: "1.0.0" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+      }
+    }
+  }),
+  headers: {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": PROTOCOL,
+    "mcp-method": method,
+    ...(name === undefined ? {} : { "mcp-name": name })
+  } as Record<string, string>
+})
+
+/** The JSON-RPC result of a JSON answer; throws on anything else, so a bench never times errors. */
+export const resultOf = (timed: Timed): Record<string, unknown> => {
+  if (timed.status !== 200) throw new Error(`HTTP ${timed.status}: ${timed.body.slice(0, 300)}`)
+  const message = JSON.parse(timed.body) as { readonly result?: Record<string, unknown> }
+  if (message.result === undefined) throw new Error(`not a JSON-RPC result: ${timed.body.slice(0, 300)}`)
+  return message.result
+}

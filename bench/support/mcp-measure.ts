@@ -1,0 +1,86 @@
+import autocannon from "autocannon"
+import { keepAliveAgent, postTimed, resultOf } from "./json-rpc.js"
+import { sampleRss } from "./rss-sampler.js"
+
+/** One endpoint under test with the request it is sent: direct to the backend, or through the gateway. */
+export interface Target {
+  readonly url: string
+  readonly body: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+/**
+ * Sequential latencies (concurrency 1) of several targets, interleaved in blocks, so a machine that gets
+ * busier during the run affects every target alike. Every answer is checked to be a JSON-RPC result.
+ */
+export const interleavedLatencies = async (
+  targets: ReadonlyArray<Target>,
+  options: { readonly warmup: number; readonly rounds: number; readonly block: number }
+): Promise<ReadonlyArray<ReadonlyArray<number>>> => {
+  const agents = targets.map(() => keepAliveAgent())
+  const samples = targets.map((): Array<number> => [])
+  const run = async (at: number, count: number, keep: boolean) => {
+    const target = targets[at]!
+    for (let n = 0; n < count; n++) {
+      const timed = await postTimed(agents[at]!, target.url, target.body, target.headers)
+      resultOf(timed)
+      if (keep) samples[at]!.push(timed.ms)
+    }
+  }
+  for (const at of targets.keys()) await run(at, options.warmup, false)
+  for (let round = 0; round < options.rounds; round++) {
+    for (const at of targets.keys()) await run(at, options.block, true)
+  }
+  for (const agent of agents) agent.destroy()
+  return samples
+}
+
+export interface Throughput {
+  readonly requestsPerSecond: number
+  readonly failed: number
+  readonly peakRssMb: number | undefined
+}
+
+/** autocannon with `connections` keep-alive connections; `pid`: the server whose RSS to sample meanwhile. */
+export const throughput = async (
+  target: Target,
+  options: { readonly connections: number; readonly warmupSeconds: number; readonly seconds: number },
+  pid?: number
+): Promise<Throughput> => {
+  const sampler = pid === undefined ? undefined : sampleRss(pid)
+  const result = await autocannon({
+    url: target.url,
+    method: "POST",
+    headers: { ...target.headers },
+    body: target.body,
+    connections: options.connections,
+    duration: options.seconds,
+    timeout: 10,
+    warmup: { connections: options.connections, duration: options.warmupSeconds }
+  })
+  return {
+    requestsPerSecond: result.requests.average,
+    failed: result.errors + result.timeouts + result.non2xx,
+    peakRssMb: sampler?.stop()
+  }
+}
+
+/** Walks every page of `tools/list` once; returns the milliseconds and the number of tools. */
+export const walkToolsList = async (
+  target: Target,
+  agent: ReturnType<typeof keepAliveAgent>,
+  withCursor: (cursor: string) => Target
+): Promise<{ readonly ms: number; readonly tools: number }> => {
+  let ms = 0
+  let tools = 0
+  let page: Target | undefined = target
+  while (page !== undefined) {
+    const timed = await postTimed(agent, page.url, page.body, page.headers)
+    const result = resultOf(timed)
+    ms += timed.ms
+    tools += (result["tools"] as ReadonlyArray<unknown>).length
+    const next = result["nextCursor"]
+    page = typeof next === "string" ? withCursor(next) : undefined
+  }
+  return { ms, tools }
+}

@@ -1,0 +1,19 @@
+import { type Browser, chromium } from "playwright-core"
+
+/** Debian's Chromium (`apt-get install -y chromium`; `.ci/run` installs it). */
+export const CHROMIUM_PATH = "/usr/bin/chromium"
+
+const flags = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic"
+]
+
+/** A headless Chromium driven by playwright-core; close it when done. */
+export const launchChromium = (): Promise<Browser> =>
+  chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: flags })
