@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os"
 import { keepAliveAgent, modernRequest } from "./support/json-rpc.js"
 import { backendUrl } from "./support/mcp-backend.js"
 import { BACKENDS, DOWN_BACKENDS, FILLER_TOOLS, type McpGateway, startMcpFixture } from "./support/mcp-fixture.js"
-import { interleavedLatencies, type Target, throughput, walkToolsList } from "./support/mcp-measure.js"
+import { interleavedLatencies, roundOrder, type Target, throughput, walkToolsList } from "./support/mcp-measure.js"
 import { sampleRss } from "./support/rss-sampler.js"
 import { median, percentile } from "./support/stats.js"
 import { formatCount, formatMb, formatMs, formatShare, type Table, verdict } from "./support/table.js"
@@ -16,10 +16,12 @@ const TARGET_LIST_MS = 20
 // "Must not grow with the number of backends that are down": equal within measurement noise.
 const DOWN_TOLERANCE = 0.1
 const DOWN_TOLERANCE_MS = 0.5
+// The gateway's default `catalog.page_size`, which the bench leaves alone.
+const PAGE_SIZE = 1000
 
-const C1 = { warmup: 300, rounds: 10, block: 200 } as const
-const C32 = { connections: 32, warmupSeconds: 1, seconds: 4 } as const
-const LIST = { warmup: 5, rounds: 10, block: 6 } as const
+const C1 = { warmup: 300, rounds: 10, block: 150 } as const
+const C32 = { connections: 32, warmupSeconds: 1, seconds: 3 } as const
+const LIST = { warmup: 15, rounds: 8, block: 5 } as const
 
 const echoCall = (url: string, tool: string, token?: string): Target => {
   const { body, headers } = modernRequest("tools/call", { name: tool, arguments: { text: "hello" } }, tool)
@@ -32,8 +34,11 @@ const listTools = (gateway: McpGateway, cursor?: string): Target => {
 }
 
 interface ListFigures {
-  readonly p50: number
-  readonly p99: number
+  /** One request: the first page. */
+  readonly pageP50: number
+  /** Every page, one after the other. */
+  readonly walkP50: number
+  readonly walkP99: number
   readonly tools: number
   readonly peakRssMb: number | undefined
 }
@@ -41,25 +46,28 @@ interface ListFigures {
 /** Full walks of `tools/list` on both gateways, interleaved round by round. */
 const measureLists = async (gateways: ReadonlyArray<McpGateway>): Promise<ReadonlyArray<ListFigures>> => {
   const agents = gateways.map(() => keepAliveAgent())
-  const samples = gateways.map((): Array<number> => [])
+  const walks = gateways.map((): Array<number> => [])
+  const pages = gateways.map((): Array<number> => [])
   const tools = gateways.map(() => 0)
   const samplers = gateways.map((gateway) => sampleRss(gateway.child.pid))
   const walk = (at: number) =>
     walkToolsList(listTools(gateways[at]!), agents[at]!, (cursor) => listTools(gateways[at]!, cursor))
   for (const at of gateways.keys()) for (let n = 0; n < LIST.warmup; n++) await walk(at)
   for (let round = 0; round < LIST.rounds; round++) {
-    for (const at of gateways.keys()) {
+    for (const at of roundOrder(gateways.length, round)) {
       for (let n = 0; n < LIST.block; n++) {
         const walked = await walk(at)
-        samples[at]!.push(walked.ms)
+        walks[at]!.push(walked.ms)
+        pages[at]!.push(walked.firstPageMs)
         tools[at] = walked.tools
       }
     }
   }
   for (const agent of agents) agent.destroy()
   return gateways.map((_, at) => ({
-    p50: median(samples[at]!),
-    p99: percentile(samples[at]!, 99),
+    pageP50: median(pages[at]!),
+    walkP50: median(walks[at]!),
+    walkP99: percentile(walks[at]!, 99),
     tools: tools[at]!,
     peakRssMb: samplers[at]!.stop()
   }))
@@ -72,6 +80,12 @@ export const run = async (): Promise<Table> => {
     const direct = echoCall(backendUrl(fixture.backendPorts[0]!), "echo")
     const through = echoCall(gateway.mcpUrl, "b0__echo", gateway.token)
 
+    // Lists first, while both gateways have served nothing but their warm-up: a gateway that has just
+    // served thousands of calls runs with hotter compiled code than one that has not, which the
+    // comparison between the two must not measure.
+    const [lists, listsWithDown] = (await measureLists([gateway, gatewayWithDown])) as [ListFigures, ListFigures]
+    const downLimit = (p50: number) => Math.max(p50 * (1 + DOWN_TOLERANCE), p50 + DOWN_TOLERANCE_MS)
+
     const [directMs = [], gatewayMs = []] = await interleavedLatencies([direct, through], C1)
     const p50 = { direct: median(directMs), gateway: median(gatewayMs) }
     const p99 = { direct: percentile(directMs, 99), gateway: percentile(gatewayMs, 99) }
@@ -79,15 +93,11 @@ export const run = async (): Promise<Table> => {
     const directLoad = await throughput(direct, C32)
     const gatewayLoad = await throughput(through, C32, gateway.child.pid)
     const share = gatewayLoad.requestsPerSecond / directLoad.requestsPerSecond
-
-    const [lists, listsWithDown] = (await measureLists([gateway, gatewayWithDown])) as [ListFigures, ListFigures]
-    const downLimit = Math.max(lists.p50 * (1 + DOWN_TOLERANCE), lists.p50 + DOWN_TOLERANCE_MS)
     const listLoad = await throughput(listTools(gateway), C32, gateway.child.pid)
 
     const expectedTools = BACKENDS * (FILLER_TOOLS + 1)
     const p50Overhead = p50.gateway - p50.direct
     const p99Overhead = p99.gateway - p99.direct
-    const peakRss = Math.max(gatewayLoad.peakRssMb ?? 0, lists.peakRssMb ?? 0, listLoad.peakRssMb ?? 0)
     return {
       title: "/mcp: direct to the backend vs through the gateway (2026-07-28 requests)",
       columns: ["measure", "direct", "gateway", "gateway − direct / ÷ direct", "target", "result"],
@@ -117,20 +127,36 @@ export const run = async (): Promise<Table> => {
           verdict(share >= TARGET_SHARE && directLoad.failed + gatewayLoad.failed === 0)
         ],
         [
-          `tools/list, all ${formatCount(lists.tools)} tools of ${BACKENDS} backends, p50 (p99)`,
+          `tools/list p50, one request (first ${formatCount(PAGE_SIZE)} of ${formatCount(lists.tools)} tools)`,
           "—",
-          `${formatMs(lists.p50)} (${formatMs(lists.p99)})`,
+          formatMs(lists.pageP50),
           "—",
-          `≤ ${TARGET_LIST_MS} ms p50`,
-          verdict(lists.p50 <= TARGET_LIST_MS && lists.tools === expectedTools)
+          `≤ ${TARGET_LIST_MS} ms`,
+          verdict(lists.pageP50 <= TARGET_LIST_MS)
         ],
         [
-          `same, ${DOWN_BACKENDS} more backends down, p50 (p99)`,
+          `tools/list p50 (p99), all ${formatCount(lists.tools)} tools of ${BACKENDS} backends (${Math.ceil(lists.tools / PAGE_SIZE)} requests)`,
           "—",
-          `${formatMs(listsWithDown.p50)} (${formatMs(listsWithDown.p99)})`,
-          formatShare(listsWithDown.p50, lists.p50),
-          `≤ ${formatMs(downLimit)} (+${DOWN_TOLERANCE * 100}% or +${DOWN_TOLERANCE_MS} ms)`,
-          verdict(listsWithDown.p50 <= downLimit && listsWithDown.tools === expectedTools)
+          `${formatMs(lists.walkP50)} (${formatMs(lists.walkP99)})`,
+          "—",
+          `≤ ${TARGET_LIST_MS} ms`,
+          verdict(lists.walkP50 <= TARGET_LIST_MS && lists.tools === expectedTools)
+        ],
+        [
+          `same, ${DOWN_BACKENDS} more backends down: one request`,
+          "—",
+          formatMs(listsWithDown.pageP50),
+          formatShare(listsWithDown.pageP50, lists.pageP50),
+          `≤ ${formatMs(downLimit(lists.pageP50))} (+${DOWN_TOLERANCE * 100}% or +${DOWN_TOLERANCE_MS} ms)`,
+          verdict(listsWithDown.pageP50 <= downLimit(lists.pageP50))
+        ],
+        [
+          `same, ${DOWN_BACKENDS} more backends down: all tools`,
+          "—",
+          formatMs(listsWithDown.walkP50),
+          formatShare(listsWithDown.walkP50, lists.walkP50),
+          `≤ ${formatMs(downLimit(lists.walkP50))}`,
+          verdict(listsWithDown.walkP50 <= downLimit(lists.walkP50) && listsWithDown.tools === expectedTools)
         ],
         [
           `tools/list req/s, c=${C32.connections} (first page)`,
@@ -140,7 +166,22 @@ export const run = async (): Promise<Table> => {
           "no failure",
           verdict(listLoad.failed === 0)
         ],
-        ["gateway peak RSS under this load", "—", formatMb(peakRss), "—", "(information)", "—"]
+        [
+          `gateway peak RSS, tools/call c=${C32.connections}`,
+          "—",
+          formatMb(gatewayLoad.peakRssMb),
+          "—",
+          "(information)",
+          "—"
+        ],
+        [
+          `gateway peak RSS, tools/list c=${C32.connections}`,
+          "—",
+          formatMb(Math.max(lists.peakRssMb ?? 0, listLoad.peakRssMb ?? 0)),
+          "—",
+          "(information)",
+          "—"
+        ]
       ],
       notes: [
         `One backend process (server SDK 2.x, ${BACKENDS} MCP servers on loopback ports, ${FILLER_TOOLS + 1} tools ` +
@@ -148,7 +189,7 @@ export const run = async (): Promise<Table> => {
           "2026-07-28 (`_meta` envelope, `Mcp-Method`/`Mcp-Name`). c=1: one keep-alive connection, node:http timed " +
           `with process.hrtime, ${C1.rounds} interleaved blocks of ${C1.block} per path after ${C1.warmup} warm-up ` +
           `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured. ` +
-          `tools/list walks every page (page_size 1000), ${LIST.rounds}×${LIST.block} walks per gateway, interleaved.`,
+          `tools/list walks every page (default page_size ${PAGE_SIZE}), ${LIST.rounds}×${LIST.block} walks per gateway, interleaved (ABBA).`,
         `Load generator, backend and gateway share ${availableParallelism()} cores: at c=${C32.connections} the ` +
           "gateway competes for CPU with the backend it forwards to, so the throughput share is a floor."
       ]

@@ -12,10 +12,12 @@ export const startMcpBackends = async (ports: ReadonlyArray<number>, fillerTools
     cwd: projectRoot,
     env: { PATH: process.env["PATH"] ?? "", BENCH_PORTS: ports.join(","), BENCH_TOOLS: String(fillerTools) }
   })
-  await child.waitForLine((line) => line === "listening", 20_000).catch(async (error: unknown) => {
-    await child.stop()
-    throw error
-  })
+  await child
+    .waitForLine((line) => line === "listening", 20_000)
+    .catch(async (error: unknown) => {
+      await child.stop()
+      throw error
+    })
   return child
 }
 

@@ -10,8 +10,18 @@ export interface Target {
 }
 
 /**
- * Sequential latencies (concurrency 1) of several targets, interleaved in blocks, so a machine that gets
- * busier during the run affects every target alike. Every answer is checked to be a JSON-RPC result.
+ * Target indices for one round: forward on even rounds, backward on odd ones (ABBA). A server measured
+ * right after another pays for the other's deferred work (garbage collection on a shared core), so a
+ * fixed order would favour whichever comes first.
+ */
+export const roundOrder = (count: number, round: number): ReadonlyArray<number> => {
+  const order = Array.from({ length: count }, (_, at) => at)
+  return round % 2 === 0 ? order : order.reverse()
+}
+
+/**
+ * Sequential latencies (concurrency 1) of several targets, interleaved in blocks (ABBA), so a machine that
+ * gets busier during the run affects every target alike. Every answer is checked to be a JSON-RPC result.
  */
 export const interleavedLatencies = async (
   targets: ReadonlyArray<Target>,
@@ -29,7 +39,7 @@ export const interleavedLatencies = async (
   }
   for (const at of targets.keys()) await run(at, options.warmup, false)
   for (let round = 0; round < options.rounds; round++) {
-    for (const at of targets.keys()) await run(at, options.block, true)
+    for (const at of roundOrder(targets.length, round)) await run(at, options.block, true)
   }
   for (const agent of agents) agent.destroy()
   return samples
@@ -65,22 +75,24 @@ export const throughput = async (
   }
 }
 
-/** Walks every page of `tools/list` once; returns the milliseconds and the number of tools. */
+/** Walks every page of `tools/list` once: the whole walk's and the first page's milliseconds, and the tools seen. */
 export const walkToolsList = async (
   target: Target,
   agent: ReturnType<typeof keepAliveAgent>,
   withCursor: (cursor: string) => Target
-): Promise<{ readonly ms: number; readonly tools: number }> => {
+): Promise<{ readonly ms: number; readonly firstPageMs: number; readonly tools: number }> => {
   let ms = 0
+  let firstPageMs: number | undefined
   let tools = 0
   let page: Target | undefined = target
   while (page !== undefined) {
     const timed = await postTimed(agent, page.url, page.body, page.headers)
     const result = resultOf(timed)
     ms += timed.ms
+    firstPageMs ??= timed.ms
     tools += (result["tools"] as ReadonlyArray<unknown>).length
     const next = result["nextCursor"]
     page = typeof next === "string" ? withCursor(next) : undefined
   }
-  return { ms, tools }
+  return { ms, firstPageMs: firstPageMs ?? 0, tools }
 }

@@ -2,10 +2,10 @@ import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import * as jose from "jose"
 import { Config } from "../config/service.js"
 import { Signer } from "../crypto/signer.js"
-import type { HttpError } from "../http/error-body.js"
+import { HttpError } from "../http/error-body.js"
 import { invalidToken, missingToken } from "./bearer-challenge.js"
 import { type Caller, SessionGuard } from "./caller.js"
-import { makeExternalKeys } from "./external-jwks.js"
+import { makeExternalKeys, VerifierNotReady } from "./external-jwks.js"
 import { metadataUrl } from "./resource-metadata.js"
 import { callerFromClaims } from "./token-claims.js"
 
@@ -57,44 +57,51 @@ export const BearerVerifierLive = Layer.scoped(
         return caller
       })
 
-    const external = config.auth.external
-    const externalVerify =
-      external === undefined
-        ? undefined
-        : yield* Effect.map(makeExternalKeys(external.jwks_url), (keys) => ({
-            keys,
-            verify: (token: string) =>
-              Effect.gen(function* () {
-                const currentDate = new Date(yield* Clock.currentTimeMillis)
-                const { payload } = yield* Effect.tryPromise({
-                  try: () =>
-                    jose.jwtVerify(token, keys.getKey, {
-                      issuer,
-                      audience,
-                      algorithms: [...external.algorithms],
-                      requiredClaims: ["exp", "sub"],
-                      clockTolerance: Duration.toSeconds(externalClockTolerance),
-                      currentDate
-                    }),
-                  catch: (error) => rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
-                })
-                return callerFromClaims(payload)
-              })
-          }))
-
-    const verifyToken =
-      config.auth.mode === "external" && externalVerify !== undefined ? externalVerify.verify : builtin
-    return {
-      verify: (authorization) => {
+    const withBearer =
+      (verifyToken: (token: string) => Effect.Effect<Caller, HttpError>) => (authorization: string | undefined) => {
         if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
         const token = bearerToken(authorization)
         if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
         return verifyToken(token)
-      },
-      ready: config.auth.mode === "external" && externalVerify !== undefined ? externalVerify.keys.loaded : signer.ready
+      }
+
+    const external = config.auth.mode === "external" ? config.auth.external : undefined
+    if (external !== undefined) {
+      const keys = yield* makeExternalKeys(external)
+      const options = {
+        issuer,
+        audience,
+        algorithms: [...external.algorithms],
+        requiredClaims: ["exp", "sub"],
+        clockTolerance: Duration.toSeconds(externalClockTolerance)
+      }
+      // No SessionGuard: an external issuer's tokens have no stored session here (spec MCP entry 7).
+      const verifyExternal = (token: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.tryPromise({
+            try: () => jose.jwtVerify(token, keys.getKey, { ...options, currentDate: new Date(now) }),
+            catch: (error) =>
+              error instanceof VerifierNotReady
+                ? verifierUnavailable
+                : rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
+          })
+        ).pipe(Effect.map(({ payload }) => callerFromClaims(payload)))
+      return { verify: withBearer(verifyExternal), ready: keys.loaded }
     }
+    return { verify: withBearer(builtin), ready: signer.ready }
   })
 )
+
+/**
+ * External mode before the issuer's key set could be loaded: the token may be fine, so it is not
+ * refused as invalid (the client would throw it away); the client should retry shortly.
+ */
+const verifierUnavailable = new HttpError({
+  status: 503,
+  code: "verifier_unavailable",
+  description: "The token issuer's signing keys are not loaded yet; try again shortly.",
+  headers: { "retry-after": "5" }
+})
 
 // Safe, fixed texts: jose's messages can quote claim values, which are attacker-chosen.
 const describe = (code: string): string => {
@@ -105,6 +112,8 @@ const describe = (code: string): string => {
       return "The token's issuer, audience or claims are not accepted here."
     case "ERR_JOSE_ALG_NOT_ALLOWED":
       return "The token's signing algorithm is not accepted."
+    case "ERR_JWKS_NO_MATCHING_KEY":
+      return "The token's signing key is not known."
     default:
       return "The token could not be verified."
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Data, Effect, Option } from "effect"
 import { sha256Hex } from "../crypto/hashing.js"
 import type { AuthorizationRequest } from "./authorize/request.js"
 
@@ -7,13 +7,17 @@ import type { AuthorizationRequest } from "./authorize/request.js"
 export const TRANSACTION_TTL_MS = 5 * 60 * 1000
 export const CODE_TTL_MS = 60 * 1000
 /**
- * A redeemed code is remembered this long (the access-token lifetime), so a replay within it still
- * finds and revokes the session the first redemption created.
+ * A redeemed code is remembered as long as the session it created can live (8 hours from sign-in, so
+ * at most this long after redemption): a replay at any time in that session still revokes it.
  */
-export const REDEEMED_CODE_MEMORY_MS = 10 * 60 * 1000
-/** Bounds memory against floods of unauthenticated starts; the oldest entries are dropped first. */
+export const REDEEMED_CODE_MEMORY_MS = 8 * 60 * 60 * 1000
+/** Bounds memory against floods of unauthenticated starts (see `start` for who is dropped first). */
 export const MAX_TRANSACTIONS = 10_000
+/** Open sign-ins one client address (an IPv6 /64) may have: a flood from one source stops here. */
+export const MAX_TRANSACTIONS_PER_ADDRESS = 50
 export const MAX_CODES = 10_000
+/** A redeemed code is a hash and a session id (~250 bytes): 50,000 (one per sign-in) is ~12 MB at most. */
+export const MAX_REDEEMED_CODES = 50_000
 
 export type LoginStage = "sign_in" | "mfa" | "enroll" | "consent"
 
@@ -25,6 +29,8 @@ export interface LoginTransaction {
   /** The anti-CSRF token every form of this transaction carries. */
   readonly csrf: string
   readonly expiresAt: number
+  /** The client address that started it (`addressBucket`), for the per-address cap. */
+  readonly address: string
   /** The client's authorization request; absent for a sign-in to the grants portal. */
   readonly request: AuthorizationRequest | undefined
   readonly stage: LoginStage
@@ -50,7 +56,11 @@ export interface CodeGrant {
 interface CodeEntry {
   readonly grant: CodeGrant
   readonly expiresAt: number
-  redeemedAt?: number
+}
+
+/** What is kept of a code once redeemed: enough to revoke its session if it comes back. */
+interface RedeemedCode {
+  readonly forgetAt: number
   sessionId?: string
   replayed?: boolean
 }
@@ -61,10 +71,7 @@ export type Redemption =
   | { readonly _tag: "Replayed"; readonly sessionId: string | undefined }
   | { readonly _tag: "Invalid" }
 
-const retainedUntil = (entry: CodeEntry) =>
-  entry.redeemedAt === undefined
-    ? entry.expiresAt
-    : Math.max(entry.expiresAt, entry.redeemedAt + REDEEMED_CODE_MEMORY_MS)
+export class TooManySignIns extends Data.TaggedError("TooManySignIns")<{ readonly retryAfterSeconds: number }> {}
 
 const randomToken = () => randomBytes(32).toString("base64url")
 
@@ -84,24 +91,73 @@ const trim = <V>(map: Map<string, V>, drop: (value: V) => boolean) => {
 export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>()("gateway/PendingAuthorizations", {
   sync: () => {
     const transactions = new Map<string, LoginTransaction>()
+    const perAddress = new Map<string, number>()
     const codes = new Map<string, CodeEntry>()
+    const redeemed = new Map<string, RedeemedCode>()
 
+    // Every removal goes through here, so the per-address counts stay exact.
+    const remove = (id: string) => {
+      const transaction = transactions.get(id)
+      if (transaction === undefined) return false
+      transactions.delete(id)
+      const left = (perAddress.get(transaction.address) ?? 1) - 1
+      if (left <= 0) perAddress.delete(transaction.address)
+      else perAddress.set(transaction.address, left)
+      return true
+    }
+
+    /** When the address's oldest open sign-in ends: the earliest its next one may start. */
+    const oldestExpiryOf = (address: string) => {
+      for (const transaction of transactions.values()) {
+        if (transaction.address === address) return transaction.expiresAt
+      }
+      return 0
+    }
+
+    /**
+     * Makes room for one more. Only sign-ins still at the password step are ever dropped, oldest
+     * first: a flood of anonymous starts cannot push out someone who already proved a password.
+     */
+    const makeRoom = () => {
+      for (const [id, transaction] of transactions) {
+        if (transactions.size < MAX_TRANSACTIONS) return true
+        if (transaction.stage === "sign_in") remove(id)
+      }
+      return transactions.size < MAX_TRANSACTIONS
+    }
+
+    /**
+     * Opens a sign-in for a browser at client address `address` (an `addressBucket`). Refused with
+     * `TooManySignIns` when that address already has `MAX_TRANSACTIONS_PER_ADDRESS` open, or when every
+     * slot is held by a sign-in past its password step.
+     */
     const start = Effect.fn("PendingAuthorizations.start")(function* (
       browserBinding: string,
-      request: AuthorizationRequest | undefined
+      request: AuthorizationRequest | undefined,
+      address: string
     ) {
       const now = yield* Clock.currentTimeMillis
-      trim(transactions, (tx) => tx.expiresAt <= now)
-      trim(transactions, () => transactions.size >= MAX_TRANSACTIONS)
+      for (const [id, transaction] of transactions) {
+        if (transaction.expiresAt > now) break
+        remove(id)
+      }
+      if ((perAddress.get(address) ?? 0) >= MAX_TRANSACTIONS_PER_ADDRESS) {
+        return yield* new TooManySignIns({
+          retryAfterSeconds: Math.max(1, Math.ceil((oldestExpiryOf(address) - now) / 1000))
+        })
+      }
+      if (!makeRoom()) return yield* new TooManySignIns({ retryAfterSeconds: 60 })
       const transaction: LoginTransaction = {
         id: randomToken(),
         browserBinding,
         csrf: randomToken(),
         expiresAt: now + TRANSACTION_TTL_MS,
+        address,
         request,
         stage: "sign_in"
       }
       transactions.set(transaction.id, transaction)
+      perAddress.set(address, (perAddress.get(address) ?? 0) + 1)
       return transaction
     })
 
@@ -110,23 +166,24 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
       const transaction = transactions.get(id)
       if (transaction === undefined) return Option.none<LoginTransaction>()
       if (transaction.expiresAt <= now) {
-        transactions.delete(id)
+        remove(id)
         return Option.none<LoginTransaction>()
       }
       return Option.some(transaction)
     })
 
-    /** Replaces a transaction's state; its id, binding, CSRF token and expiry never change. */
+    /** Replaces a transaction's state; its id, binding, address, CSRF token and expiry never change. */
     const update = (transaction: LoginTransaction) =>
       Effect.sync(() => {
-        if (transactions.has(transaction.id)) transactions.set(transaction.id, transaction)
+        const current = transactions.get(transaction.id)
+        if (current !== undefined) transactions.set(transaction.id, { ...transaction, address: current.address })
       })
 
-    const finish = (id: string) => Effect.sync(() => transactions.delete(id))
+    const finish = (id: string) => Effect.sync(() => remove(id))
 
     const issueCode = Effect.fn("PendingAuthorizations.issueCode")(function* (grant: CodeGrant) {
       const now = yield* Clock.currentTimeMillis
-      trim(codes, (entry) => retainedUntil(entry) <= now)
+      trim(codes, (entry) => entry.expiresAt <= now)
       trim(codes, () => codes.size >= MAX_CODES)
       const code = randomToken()
       codes.set(sha256Hex(code), { grant, expiresAt: now + CODE_TTL_MS })
@@ -137,17 +194,18 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
     const redeem = Effect.fn("PendingAuthorizations.redeem")(function* (code: string) {
       const now = yield* Clock.currentTimeMillis
       const handle = sha256Hex(code)
+      const spent = redeemed.get(handle)
+      if (spent !== undefined && spent.forgetAt > now) {
+        spent.replayed = true
+        return { _tag: "Replayed", sessionId: spent.sessionId } as Redemption
+      }
       const entry = codes.get(handle)
       if (entry === undefined) return { _tag: "Invalid" } as Redemption
-      if (entry.redeemedAt !== undefined) {
-        entry.replayed = true
-        return { _tag: "Replayed", sessionId: entry.sessionId } as Redemption
-      }
-      if (entry.expiresAt <= now) {
-        codes.delete(handle)
-        return { _tag: "Invalid" } as Redemption
-      }
-      entry.redeemedAt = now
+      codes.delete(handle)
+      if (entry.expiresAt <= now) return { _tag: "Invalid" } as Redemption
+      trim(redeemed, (old) => old.forgetAt <= now)
+      trim(redeemed, () => redeemed.size >= MAX_REDEEMED_CODES)
+      redeemed.set(handle, { forgetAt: now + REDEEMED_CODE_MEMORY_MS })
       return { _tag: "Redeemed", grant: entry.grant, handle } as Redemption
     })
 
@@ -157,7 +215,7 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
      */
     const attachSession = (handle: string, sessionId: string) =>
       Effect.sync(() => {
-        const entry = codes.get(handle)
+        const entry = redeemed.get(handle)
         if (entry === undefined) return false
         entry.sessionId = sessionId
         return entry.replayed === true

@@ -7,10 +7,10 @@ export const OFFLINE_ACCESS = "offline_access"
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
 
 /**
- * The scopes this authorization server issues: `offline_access` plus every scope the configuration
- * names (backends' required scopes, the console's and the reviewers' scopes). Also published as
- * `scopes_supported`; the protected-resource metadata of /mcp should list the same set minus
- * `offline_access`. Whether a person may USE a scope is decided at /mcp by local policy, not here.
+ * The scopes this authorization server knows: `offline_access` plus every scope the configuration
+ * names (backends' required scopes, the console's and the reviewers' scopes). Published as
+ * `scopes_supported`. Knowing a scope is not holding it: a token carries only the requested scopes
+ * its person holds (`grantableScope`, src/auth/held-scopes.ts).
  */
 export const scopesSupported = (config: GatewayConfig): ReadonlyArray<string> => {
   const named = [
@@ -27,9 +27,10 @@ export type ParsedScope =
   | { readonly _tag: "Malformed" }
 
 /**
- * The requested scopes this server issues, in request order and without repeats. Unknown scopes are
- * left out rather than refused (RFC 6749 §3.3 lets the server grant less); the token response says
- * what was granted. Malformed text is refused.
+ * The requested scopes this server knows, in request order and without repeats: the first narrowing,
+ * before the person is known (held scopes narrow further). Unknown scopes are left out rather than
+ * refused (RFC 6749 §3.3 lets the server grant less); the token response says what was granted.
+ * Malformed text is refused.
  */
 export const grantScope = (requested: string | undefined, supported: ReadonlyArray<string>): ParsedScope => {
   if (requested === undefined) return { _tag: "Scope", granted: [] }

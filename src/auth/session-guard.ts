@@ -16,33 +16,30 @@ export const makeSessionGuard = Effect.gen(function* () {
   const users = yield* UserRepo
 
   const loadSession = (id: string) =>
-    Effect.flatMap(cache.session(id), (cached) =>
-      cached !== undefined
-        ? Effect.succeed(Option.some(cached))
-        : Effect.flatMap(sessions.find(id), (row) =>
-            Option.match(row, {
-              onNone: () => Effect.succeed(Option.none<CachedSession>()),
-              onSome: (session) => {
-                const value: CachedSession = {
-                  userId: session.user_id,
-                  clientId: session.client_id,
-                  expiresAt: session.expires_at.getTime(),
-                  revoked: session.revoked_at !== null
-                }
-                return Effect.as(cache.rememberSession(id, value), Option.some(value))
-              }
+    Effect.map(
+      cache.session(
+        id,
+        Effect.map(sessions.find(id), (row) =>
+          Option.match(row, {
+            onNone: () => undefined,
+            onSome: (session): CachedSession => ({
+              userId: session.user_id,
+              clientId: session.client_id,
+              expiresAt: session.expires_at.getTime(),
+              revoked: session.revoked_at !== null
             })
-          )
+          })
+        )
+      ),
+      Option.fromNullable
     )
 
   const loadStatus = (userId: string) =>
-    Effect.flatMap(cache.userStatus(userId), (cached) =>
-      cached !== undefined
-        ? Effect.succeed(cached)
-        : Effect.flatMap(users.findById(userId), (row) => {
-            const status = Option.match(row, { onNone: () => "deleted", onSome: (user) => user.status })
-            return Effect.as(cache.rememberUserStatus(userId, status), status)
-          })
+    cache.userStatus(
+      userId,
+      Effect.map(users.findById(userId), (row) =>
+        Option.match(row, { onNone: () => "deleted", onSome: (user) => user.status })
+      )
     )
 
   const reject = (reason: string) => Effect.fail(new SessionRejected({ reason }))

@@ -1,62 +1,132 @@
 import { Clock, Data, Effect } from "effect"
+import { sha256Hex } from "../crypto/hashing.js"
+import { addressBucket } from "./client-address.js"
 
 /**
- * Failed-login throttling (docs/authorization-server.md, "Throttling"): at most 5 failures per
- * account and 20 per client address within 15 minutes; past that, sign-in attempts for that account
- * or from that address are refused until the oldest failure in the window is 15 minutes old. Wrong
- * passwords and wrong TOTP codes both count. A successful sign-in clears the account's failures.
- * In memory: a single instance (spec), and a restart is not something an attacker can trigger.
+ * Failed-login throttling (docs/authorization-server.md, "Throttling"), sliding 15-minute windows:
+ *
+ * - 5 failures per account from one client address: what stops guessing, without letting someone at
+ *   another address lock the account's owner out;
+ * - 20 failures per client address, whatever the accounts: one source spraying many names;
+ * - 100 failures per account from all addresses together: the backstop against a guess spread over
+ *   many addresses (it can lock the account everywhere, so it sits well above the per-address limits).
+ *
+ * An attempt is counted BEFORE the password or code is checked, in the same synchronous step as the
+ * limit check, and taken back when it succeeds: parallel requests therefore cannot start more checks
+ * than the limit allows. Wrong passwords and wrong TOTP codes count alike; a complete sign-in also
+ * clears its account-and-address window. In memory: a single instance (spec), and a restart is not
+ * something an attacker can trigger.
  */
 export const WINDOW_MS = 15 * 60 * 1000
-export const MAX_ACCOUNT_FAILURES = 5
+export const MAX_ACCOUNT_ADDRESS_FAILURES = 5
 export const MAX_ADDRESS_FAILURES = 20
-const MAX_KEYS = 100_000
+export const MAX_ACCOUNT_FAILURES = 100
+/** Keys per window kind; past it the key written longest ago goes (expired ones are by then the oldest). */
+export const MAX_KEYS = 100_000
 
 export class LoginThrottled extends Data.TaggedError("LoginThrottled")<{ readonly retryAfterSeconds: number }> {}
 
-const makeCounter = (limit: number) => {
+export interface FailureWindow {
+  /** Seconds until `key` may try again, or 0. */
+  readonly wait: (key: string, now: number) => number
+  readonly add: (key: string, at: number) => void
+  /** Takes back one attempt made at `at` (it succeeded). */
+  readonly remove: (key: string, at: number) => void
+  readonly clear: (key: string) => void
+}
+
+/** The last `limit` failure times per key. Writing a key moves it last, so the first key is the stalest. */
+export const makeFailureWindow = (limit: number, maxKeys = MAX_KEYS): FailureWindow => {
   const failures = new Map<string, Array<number>>()
-  const recent = (key: string, now: number) => {
-    const list = (failures.get(key) ?? []).filter((at) => at > now - WINDOW_MS)
-    if (list.length === 0) failures.delete(key)
-    else failures.set(key, list)
-    return list
-  }
+  const recent = (key: string, now: number) => (failures.get(key) ?? []).filter((at) => at > now - WINDOW_MS)
   return {
-    /** Seconds until the next attempt is allowed, or 0. */
-    wait: (key: string, now: number) => {
+    wait: (key, now) => {
       const list = recent(key, now)
       const oldest = list[list.length - limit]
       return list.length >= limit && oldest !== undefined ? Math.ceil((oldest + WINDOW_MS - now) / 1000) : 0
     },
-    record: (key: string, now: number) => {
-      if (failures.size >= MAX_KEYS && !failures.has(key)) failures.clear()
-      failures.set(key, [...recent(key, now), now].slice(-limit))
+    add: (key, at) => {
+      const list = [...recent(key, at), at].slice(-limit)
+      failures.delete(key)
+      for (const stalest of failures.keys()) {
+        if (failures.size < maxKeys) break
+        failures.delete(stalest)
+      }
+      failures.set(key, list)
     },
-    clear: (key: string) => failures.delete(key)
+    remove: (key, at) => {
+      const list = failures.get(key)
+      const index = list?.lastIndexOf(at) ?? -1
+      if (list === undefined || index < 0) return
+      list.splice(index, 1)
+      if (list.length === 0) failures.delete(key)
+    },
+    clear: (key) => {
+      failures.delete(key)
+    }
   }
+}
+
+/** A counted attempt, to be taken back with `release` or `succeeded` when it turns out right. */
+export interface Attempt {
+  readonly at: number
+  readonly accountAtAddress: string
+  readonly address: string
+  readonly account: string
+}
+
+/**
+ * Fixed-size keys: the typed name is NFC lower-cased and hashed, so a long name costs no more memory
+ * than a short one (names over 256 characters never get here, see `MAX_USERNAME_LENGTH`).
+ */
+export const throttleKeys = (username: string, address: string) => {
+  const account = sha256Hex(`account\n${username.normalize("NFC").toLowerCase()}`)
+  const bucket = addressBucket(address)
+  return { account, address: bucket, accountAtAddress: sha256Hex(`pair\n${account}\n${bucket}`) }
 }
 
 export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/LoginThrottle", {
   sync: () => {
-    const accounts = makeCounter(MAX_ACCOUNT_FAILURES)
-    const addresses = makeCounter(MAX_ADDRESS_FAILURES)
-    const accountKey = (username: string) => username.normalize("NFC").toLowerCase()
+    const pairs = makeFailureWindow(MAX_ACCOUNT_ADDRESS_FAILURES)
+    const addresses = makeFailureWindow(MAX_ADDRESS_FAILURES)
+    const accounts = makeFailureWindow(MAX_ACCOUNT_FAILURES)
 
-    const check = Effect.fn("LoginThrottle.check")(function* (username: string, address: string) {
+    /** Counts an attempt for `username` from `address`, or fails when any window is full. */
+    const reserve = Effect.fn("LoginThrottle.reserve")(function* (username: string, address: string) {
       const now = yield* Clock.currentTimeMillis
-      const wait = Math.max(accounts.wait(accountKey(username), now), addresses.wait(address, now))
+      const keys = throttleKeys(username, address)
+      // Check and count in one synchronous step: no other request can slip in between.
+      const wait = Math.max(
+        pairs.wait(keys.accountAtAddress, now),
+        addresses.wait(keys.address, now),
+        accounts.wait(keys.account, now)
+      )
       if (wait > 0) return yield* new LoginThrottled({ retryAfterSeconds: wait })
+      pairs.add(keys.accountAtAddress, now)
+      addresses.add(keys.address, now)
+      accounts.add(keys.account, now)
+      return { at: now, ...keys } satisfies Attempt
     })
 
-    const recordFailure = Effect.fn("LoginThrottle.recordFailure")(function* (username: string, address: string) {
-      const now = yield* Clock.currentTimeMillis
-      accounts.record(accountKey(username), now)
-      addresses.record(address, now)
-    })
+    /** The attempt was right (a correct password before the second factor): it was no failure. */
+    const release = (attempt: Attempt) =>
+      Effect.sync(() => {
+        pairs.remove(attempt.accountAtAddress, attempt.at)
+        addresses.remove(attempt.address, attempt.at)
+        accounts.remove(attempt.account, attempt.at)
+      })
 
-    const recordSuccess = (username: string) => Effect.sync(() => accounts.clear(accountKey(username)))
+    /**
+     * The sign-in is complete: the attempt was no failure, and this account may start afresh from
+     * this address. The address and all-addresses windows keep their other failures: a success says
+     * nothing about who else is guessing.
+     */
+    const succeeded = (attempt: Attempt) =>
+      Effect.zipRight(
+        release(attempt),
+        Effect.sync(() => pairs.clear(attempt.accountAtAddress))
+      )
 
-    return { check, recordFailure, recordSuccess } as const
+    return { reserve, release, succeeded } as const
   }
 }) {}

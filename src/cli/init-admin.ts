@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream"
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Redacted } from "effect"
 import { authRepositories } from "../auth/layer.js"
@@ -11,29 +12,39 @@ import { DEFAULT_CONFIG_PATH } from "./validate.js"
 
 const MAX_STDIN_BYTES = 4096
 
-/** The whole of standard input, without one trailing line break (what `echo` and `printf '%s\n'` add). */
-const readStdin = Effect.async<string, AdminInitError>((resume) => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  const fail = (message: string) => resume(Effect.fail(new AdminInitError({ message })))
-  process.stdin.on("data", (chunk: Buffer) => {
-    size += chunk.length
-    if (size > MAX_STDIN_BYTES) {
-      process.stdin.destroy()
-      fail("standard input is too long for a password")
-    } else chunks.push(chunk)
-  })
-  process.stdin.on("end", () =>
-    resume(
-      Effect.succeed(
-        Buffer.concat(chunks)
-          .toString("utf8")
-          .replace(/\r?\n$/, "")
+/**
+ * The whole of `input`, without one trailing line break (what `echo` and `printf '%s\n'` add). A
+ * terminal is refused: it would echo the password as it is typed, so `--password-stdin` is for pipes.
+ */
+export const readPasswordFrom = (input: Readable & { readonly isTTY?: boolean }) =>
+  Effect.async<string, AdminInitError>((resume) => {
+    const fail = (message: string) => resume(Effect.fail(new AdminInitError({ message })))
+    if (input.isTTY === true) {
+      fail(
+        "--password-stdin reads a pipe, not a terminal (it would show the password): printf '%s\\n' \"$PASSWORD\" | gateway init-admin --password-stdin"
+      )
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    input.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > MAX_STDIN_BYTES) {
+        input.destroy()
+        fail("standard input is too long for a password")
+      } else chunks.push(chunk)
+    })
+    input.on("end", () =>
+      resume(
+        Effect.succeed(
+          Buffer.concat(chunks)
+            .toString("utf8")
+            .replace(/\r?\n$/, "")
+        )
       )
     )
-  )
-  process.stdin.on("error", (error) => fail(`cannot read standard input: ${error.message}`))
-})
+    input.on("error", (error: Error) => fail(`cannot read standard input: ${error.message}`))
+  })
 
 const options = {
   config: Options.file("config").pipe(Options.withDefault(DEFAULT_CONFIG_PATH)),
@@ -62,7 +73,7 @@ export const initAdminCommand = Command.make("init-admin", options, ({ config, r
     if (passwordStdin && !resetPassword) {
       return yield* new AdminInitError({ message: "--password-stdin needs --reset (or no flag, to create)" })
     }
-    const password = passwordStdin ? Redacted.make(yield* readStdin) : undefined
+    const password = passwordStdin ? Redacted.make(yield* readPasswordFrom(process.stdin)) : undefined
     const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
     const layer = authRepositories.pipe(Layer.provideMerge(StoreLive(loaded.config.storage)), Layer.provide(sealer))
     const result = yield* initAdmin({ reset: reset || resetMfa, resetPassword, resetMfa, password }).pipe(

@@ -56,3 +56,25 @@ export const bareEndpoint = (text: string): string | undefined => {
   if (url.hash !== "") return "must not contain a fragment"
   return undefined
 }
+
+export interface AddressBlock {
+  readonly address: string
+  readonly prefix: number
+  readonly family: "ipv4" | "ipv6"
+}
+
+/**
+ * A `server.trusted_proxies` entry: one IP address (`10.0.0.5`, `fd00::1`) or a CIDR block
+ * (`10.0.0.0/8`, `fd00::/8`). Host names are refused: a proxy is recognised by the connection's peer
+ * address, and resolving names per request would make trust depend on DNS.
+ */
+export const parseAddressBlock = (text: string): AddressBlock | undefined => {
+  const [address = "", prefixText, ...rest] = text.split("/")
+  if (rest.length > 0) return undefined
+  const family = isIPv4(address) ? "ipv4" : isIPv6(address) ? "ipv6" : undefined
+  if (family === undefined) return undefined
+  const max = family === "ipv4" ? 32 : 128
+  if (prefixText === undefined) return { address, prefix: max, family }
+  if (!/^[0-9]{1,3}$/.test(prefixText) || Number(prefixText) > max) return undefined
+  return { address, prefix: Number(prefixText), family }
+}

@@ -54,6 +54,8 @@ export const Sso = Schema.Struct({
 
 export const External = Schema.Struct({
   jwks_url: Url,
+  /** PEM certificates to trust for the JWKS fetch instead of the system roots (a private issuer CA). */
+  ca_file: Schema.optional(NonEmpty),
   algorithms: withDefault(
     Schema.Array(Schema.Literal("EdDSA", "ES256", "ES384", "RS256", "PS256")),
     () => ["RS256", "ES256", "EdDSA"] as const
@@ -70,7 +72,9 @@ export const Auth = Schema.Struct({
 
 export const Server = Schema.Struct({
   public_url: Url,
-  listen: NonEmpty
+  listen: NonEmpty,
+  /** Peers whose `X-Forwarded-For` names the client (IP addresses or CIDR blocks); reloadable. */
+  trusted_proxies: withDefault(Schema.Array(NonEmpty), () => [])
 })
 
 export const PolicyChanges = Schema.Struct({

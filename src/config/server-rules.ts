@@ -1,5 +1,5 @@
 import { Duration, Redacted } from "effect"
-import { bareEndpoint, parseListen, requireHttpsUnlessLoopback } from "./address.js"
+import { bareEndpoint, parseAddressBlock, parseListen, requireHttpsUnlessLoopback } from "./address.js"
 import { problem } from "./problem.js"
 import { type Rule, rule, when } from "./rule.js"
 
@@ -15,6 +15,20 @@ export const publicUrlSecure = rule("publicUrlSecure", ["server"], ({ server }) 
 )
 
 /** Origins are compared exactly against the `Origin` header, which never has a path or trailing slash. */
+/** Trust in `X-Forwarded-For` is by peer address only: every entry must be an IP address or a CIDR block. */
+export const trustedProxiesFormat = rule("trustedProxiesFormat", ["server"], ({ server }) =>
+  server.trusted_proxies.flatMap((entry, index) =>
+    parseAddressBlock(entry) === undefined
+      ? [
+          problem(
+            `server.trusted_proxies[${index}]`,
+            `expected an IP address or CIDR block such as 10.0.0.0/8, got "${entry}"`
+          )
+        ]
+      : []
+  )
+)
+
 export const allowedOriginsExact = rule("allowedOriginsExact", ["allowed_origins"], ({ allowed_origins }) =>
   allowed_origins.flatMap((origin, index) =>
     URL.parse(origin)?.origin === origin
@@ -58,6 +72,7 @@ export const listenersDistinct = rule("listenersDistinct", ["server", "admin"], 
 export const serverRules: ReadonlyArray<Rule> = [
   listenAddress,
   publicUrlSecure,
+  trustedProxiesFormat,
   allowedOriginsExact,
   storageUrl,
   requestTimeoutPositive,

@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest, type OutgoingHttpHeaders } from "node:http"
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { Readable } from "node:stream"
 
@@ -68,7 +68,8 @@ export const makeBackendFetch = (): BackendFetch => {
     new Promise<Response>((resolve, reject) => {
       const target = url instanceof URL ? url : new URL(url)
       const secure = target.protocol === "https:"
-      if (!secure && target.protocol !== "http:") throw new TypeError(`backend fetch: unsupported URL ${target.protocol}`)
+      if (!secure && target.protocol !== "http:")
+        throw new TypeError(`backend fetch: unsupported URL ${target.protocol}`)
       const body = bodyBytes(init.body)
       const options = {
         method: init.method ?? "GET",

@@ -48,7 +48,8 @@ const cancellation = (request: HttpServerRequest.HttpServerRequest, interrupted:
 // Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
 const withheldHeaders = new Set(["authorization", "cookie"])
 
-const webHeaders = (headers: Readonly<Record<string, string>>): Headers => {
+/** The request headers handed to the SDK: all but the credentials. */
+export const sdkRequestHeaders = (headers: Readonly<Record<string, string>>): Headers => {
   const result = new Headers()
   for (const name in headers) if (!withheldHeaders.has(name)) result.set(name, headers[name]!)
   return result
@@ -94,7 +95,7 @@ const post = Effect.gen(function* () {
       endpoint.serve(
         new Request(config.server.public_url, {
           method: "POST",
-          headers: webHeaders(request.headers),
+          headers: sdkRequestHeaders(request.headers),
           signal: cancellation(request, interrupted)
         }),
         parsed.message,

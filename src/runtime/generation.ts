@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
+import { FileSystem, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
 import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
@@ -30,7 +30,7 @@ export interface Generation {
 }
 
 // Bodies the gateway reads are small JSON documents; routes that need more raise it locally.
-const defaultMaxBody = Option.some(1024 * 1024)
+const defaultMaxBody = Option.some(FileSystem.Size(1024 * 1024))
 
 export const buildGeneration = (
   id: number,
@@ -57,12 +57,14 @@ export const buildGeneration = (
       const routerApp = yield* HttpRouter.toHttpApp(router)
       const app = withRequestContext(loaded.config.log_level === "debug")(
         runInGeneration(fibers, loaded.config.request_timeout)(routerApp)
-      ).pipe(HttpIncomingMessage.withMaxBodySize(defaultMaxBody))
-      // No trace exporter exists, so spans would be built and dropped on every request. The platform's
-      // tracer middleware wraps the app from outside: unless disabled here it still parses the URL and
-      // copies every header into span attributes per request, tracer or not.
-      const handler = yield* NodeHttpServer.makeHandler(app.pipe(Effect.withTracerEnabled(false))).pipe(
-        Effect.provide(context),
+      )
+      // These settings are captured in the handler's runtime once, instead of being set on every request.
+      // No trace exporter exists, so spans would be built and dropped on every request; the platform's
+      // tracer middleware wraps the app from outside and, unless disabled, still parses the URL and copies
+      // every header into span attributes per request, tracer or not.
+      const handler = yield* NodeHttpServer.makeHandler(app).pipe(
+        Effect.provide(Context.add(context, HttpIncomingMessage.MaxBodySize, defaultMaxBody)),
+        Effect.withTracerEnabled(false),
         Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
       )
       return { handler, backends: Context.get(context, Backends) }

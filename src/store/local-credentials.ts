@@ -43,13 +43,26 @@ export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("
       )
     })
 
-    /** Stores a confirmed TOTP secret (or clears it with `null`); `acceptedStep` is the step that confirmed it. */
-    const setTotp = Effect.fn("LocalCredentialRepo.setTotp")(function* (
+    /**
+     * Stores a confirmed TOTP secret (`acceptedStep` is the step that confirmed it), only while the
+     * account has none: false when a second factor is already enrolled, so a sign-in that reached the
+     * enrollment step (password only) can never replace an existing authenticator. `clearTotp`
+     * (`gateway init-admin --reset-mfa`) is the only way to remove one.
+     */
+    const enrollTotp = Effect.fn("LocalCredentialRepo.enrollTotp")(function* (
       userId: string,
-      sealedSecret: string | null,
-      acceptedStep: number | null
+      sealedSecret: string,
+      acceptedStep: number
     ) {
-      yield* sql`UPDATE local_credentials SET totp_secret_sealed = ${sealedSecret}, totp_last_step = ${acceptedStep}
+      const rows = yield* sql`UPDATE local_credentials SET totp_secret_sealed = ${sealedSecret},
+        totp_last_step = ${acceptedStep}
+        WHERE user_id = ${userId} AND totp_secret_sealed IS NULL RETURNING user_id`.pipe(Effect.orDie)
+      return rows.length === 1
+    })
+
+    /** Removes the second factor; the next sign-in enrolls a new one. */
+    const clearTotp = Effect.fn("LocalCredentialRepo.clearTotp")(function* (userId: string) {
+      yield* sql`UPDATE local_credentials SET totp_secret_sealed = NULL, totp_last_step = NULL
         WHERE user_id = ${userId}`.pipe(Effect.orDie)
     })
 
@@ -64,6 +77,6 @@ export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("
       return rows.length === 1
     })
 
-    return { find, setPassword, setTotp, acceptTotpStep } as const
+    return { find, setPassword, enrollTotp, clearTotp, acceptTotpStep } as const
   })
 }) {}

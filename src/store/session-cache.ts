@@ -22,45 +22,76 @@ interface Entry<A> {
  */
 export const SESSION_CACHE_TTL_MS = 5_000
 const MAX_ENTRIES = 50_000
+/** Invalidation stamps kept per key; older ones fold into one floor (see `makeMap`). */
+const MAX_STAMPS = 50_000
 
+/**
+ * A read-through map (absent values are not kept) that never stores what an invalidation overtook. A load reads the logical clock
+ * before it queries; an invalidation ticks the clock and stamps its key. The loaded value is stored
+ * only if its key was not stamped after the load began: a revocation that lands between the query
+ * and the store would otherwise be hidden behind a stale "live" entry for `SESSION_CACHE_TTL_MS`.
+ * Stamps are bounded: the oldest are dropped and their highest becomes the floor every unstamped key
+ * is assumed to have — too old a floor only costs an extra query, never a stale entry.
+ */
 const makeMap = <A>() => {
   const entries = new Map<string, Entry<A>>()
-  return {
-    get: (key: string, now: number): A | undefined => {
-      const entry = entries.get(key)
-      if (entry === undefined) return undefined
-      if (now - entry.loadedAt >= SESSION_CACHE_TTL_MS || now < entry.loadedAt) {
-        entries.delete(key)
-        return undefined
-      }
-      return entry.value
-    },
-    set: (key: string, value: A, now: number) => {
-      // A full cache is cleared rather than scanned: refilling costs one query per live session.
-      if (entries.size >= MAX_ENTRIES) entries.clear()
-      entries.set(key, { value, loadedAt: now })
-    },
-    delete: (key: string) => {
+  const stamps = new Map<string, number>()
+  let clock = 0
+  let floor = 0
+  const lastInvalidated = (key: string) => stamps.get(key) ?? floor
+  const fresh = (key: string, now: number): A | undefined => {
+    const entry = entries.get(key)
+    if (entry === undefined) return undefined
+    if (now - entry.loadedAt >= SESSION_CACHE_TTL_MS || now < entry.loadedAt) {
       entries.delete(key)
+      return undefined
+    }
+    return entry.value
+  }
+  return {
+    readThrough: <E, R>(key: string, load: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const cached = fresh(key, now)
+        if (cached !== undefined) return Effect.succeed(cached)
+        const startedAt = clock
+        return Effect.tap(load, (value) =>
+          Effect.sync(() => {
+            if (value === undefined || lastInvalidated(key) > startedAt) return
+            // A full cache is cleared rather than scanned: refilling costs one query per live session.
+            if (entries.size >= MAX_ENTRIES) entries.clear()
+            entries.set(key, { value, loadedAt: now })
+          })
+        )
+      }),
+    invalidate: (key: string) => {
+      entries.delete(key)
+      clock += 1
+      stamps.delete(key)
+      stamps.set(key, clock)
+      for (const [old, stamp] of stamps) {
+        if (stamps.size <= MAX_STAMPS) break
+        stamps.delete(old)
+        floor = stamp
+      }
     }
   }
 }
 
 export class SessionCache extends Effect.Service<SessionCache>()("gateway/SessionCache", {
   sync: () => {
-    const sessions = makeMap<CachedSession>()
+    const sessions = makeMap<CachedSession | undefined>()
     const users = makeMap<string>()
-    const now = Clock.currentTimeMillis
     return {
-      session: (id: string) => Effect.map(now, (at) => sessions.get(id, at)),
-      rememberSession: (id: string, value: CachedSession) => Effect.map(now, (at) => sessions.set(id, value, at)),
-      userStatus: (id: string) => Effect.map(now, (at) => users.get(id, at)),
-      rememberUserStatus: (id: string, status: string) => Effect.map(now, (at) => users.set(id, status, at)),
+      /** The session `id` from the cache, else from `load` (cached unless invalidated meanwhile). */
+      session: <E, R>(id: string, load: Effect.Effect<CachedSession | undefined, E, R>) =>
+        sessions.readThrough(id, load),
+      /** The status of user `id` from the cache, else from `load` (cached unless invalidated meanwhile). */
+      userStatus: <E, R>(id: string, load: Effect.Effect<string, E, R>) => users.readThrough(id, load),
       forgetSessions: (ids: Iterable<string>) =>
         Effect.sync(() => {
-          for (const id of ids) sessions.delete(id)
+          for (const id of ids) sessions.invalidate(id)
         }),
-      forgetUser: (id: string) => Effect.sync(() => users.delete(id))
+      forgetUser: (id: string) => Effect.sync(() => users.invalidate(id))
     } as const
   }
 }) {}

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ClientGrantRepo } from "../../src/store/client-grants.js"
+import { storeKinds } from "../support/databases.js"
 import {
   authorizePath,
   Browser,
@@ -121,6 +122,37 @@ describe("consent and client grants (client_authorization.enabled)", () => {
       expect(callbackParams(denied).get("error")).toBe("access_denied")
       const portal = yield* authorize(gateway, browser, "portal", totp)
       expect(callbackParams(portal.response).get("code")).toEqual(expect.any(String))
+    })
+  )
+})
+
+describe.each(storeKinds)("consent withdrawn while a code is outstanding (%s)", (kind) => {
+  it.scoped("a grant revoked after the code was issued yields no tokens", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({
+        kind,
+        patch: { client_authorization: { enabled: true, client_id: "portal" } }
+      })
+      const browser = new Browser(gateway.baseUrl)
+      const asked = yield* authorize(gateway, browser, "cli", {})
+      const allowed = yield* promise(async () =>
+        browser.post("/sso/consent", { ...formFields(await asked.response.text(), "/sso/consent"), decision: "allow" })
+      )
+      const code = callbackParams(allowed).get("code") ?? ""
+      const portal = yield* promise(async () => (await browser.get("/sso/grants")).text())
+      const revoked = yield* promise(() => browser.post("/sso/grants/revoke", formFields(portal, "/sso/grants/revoke")))
+      expect(revoked.status).toBe(303)
+      const tokens = yield* promise(() =>
+        exchange(gateway.baseUrl, {
+          code,
+          verifier: asked.verifier,
+          redirectUri: asked.redirectUri,
+          clientId: "cli",
+          callback: new URLSearchParams()
+        })
+      )
+      expect(tokens.body).toMatchObject({ error: "invalid_grant" })
+      expect(tokens.body["access_token"]).toBeUndefined()
     })
   )
 })

@@ -32,7 +32,9 @@ const gatewayWithBackend = Effect.gen(function* () {
           id: "alpha",
           url: backend.url,
           allow_insecure_http: true,
-          required_scopes: ["notes:read"],
+          // No scope: the administrator holds no backend scope (src/auth/held-scopes.ts), so a backend
+          // that required one would show it nothing until permission groups exist.
+          required_scopes: [],
           tool_rules: [{ tools: ["*"] }]
         }
       ]
@@ -65,13 +67,14 @@ describe("real MCP clients sign in through the built-in authorization server", (
       expect(`${url.origin}${url.pathname}`).toBe(`${gateway.issuer}/authorize`)
       expect(url.searchParams.get("resource")).toBe(gateway.mcpUrl)
       expect(url.searchParams.get("code_challenge_method")).toBe("S256")
-      expect(url.searchParams.get("scope")?.split(" ").sort()).toEqual(["notes:read", "offline_access"])
+      expect(url.searchParams.get("scope")).toBe("offline_access")
 
       const callback = yield* promise(() => personSignsIn(gateway.baseUrl, url, {}))
       expect(callback.get("iss")).toBe(gateway.issuer)
       yield* promise(() => first.finishAuth(callback.get("code") ?? "", callback.get("iss") ?? undefined))
       const tokens = provider.tokens()
       expect(tokens?.refresh_token).toEqual(expect.any(String))
+      expect(tokens?.scope).toBe("offline_access")
 
       const client = new Client({ name: "t", version: "1" })
       yield* promise(() =>

@@ -5,12 +5,16 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, TestClock } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { SessionGuard } from "../../src/auth/caller.js"
 import { authRepositories } from "../../src/auth/layer.js"
 import { SessionMaintenance } from "../../src/auth/maintenance.js"
 import { SessionGuardLive } from "../../src/auth/session-guard.js"
+import { LocalAccounts } from "../../src/identity/local/accounts.js"
+import { totpAt } from "../../src/identity/local/totp.js"
+import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { RefreshTokenRepo } from "../../src/store/refresh-tokens.js"
+import { SessionCache } from "../../src/store/session-cache.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { UserRepo } from "../../src/store/users.js"
 import { storeKinds, testStoreLayer } from "../support/databases.js"
@@ -127,5 +131,62 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
       yield* TestClock.adjust("5 seconds")
       expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
     }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("SessionGuard: a revocation landing between the session read and the cache store is not hidden", () =>
+    Effect.gen(function* () {
+      const { sessionId, caller, now } = yield* arrange
+      const cache = yield* SessionCache
+      const sessions = yield* SessionRepo
+      const read = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      // A check that has read the live row and is about to cache it…
+      const loading = yield* cache
+        .session(
+          sessionId,
+          sessions.find(sessionId).pipe(
+            Effect.map((row) => ({
+              userId: Option.getOrThrow(row).user_id,
+              clientId: Option.getOrThrow(row).client_id,
+              expiresAt: Option.getOrThrow(row).expires_at.getTime(),
+              revoked: Option.getOrThrow(row).revoked_at !== null
+            })),
+            Effect.zipLeft(Deferred.succeed(read, undefined)),
+            Effect.zipLeft(Deferred.await(gate))
+          )
+        )
+        .pipe(Effect.fork)
+      yield* Deferred.await(read)
+      // …while the session is revoked; then it finishes.
+      expect(yield* sessions.revoke(sessionId, "grant_revoked", now)).toBe(1)
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(loading))?.revoked).toBe(false)
+      expect(yield* outcome((yield* SessionGuard).check(caller))).toBe("the session was revoked")
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("TOTP enrollment never replaces an enrolled second factor; only clearing it allows a new one", () =>
+    Effect.gen(function* () {
+      const { userId, now } = yield* arrange
+      const credentials = yield* LocalCredentialRepo
+      yield* credentials.setPassword(userId, "scrypt$15$8$3$x$y", now)
+      const accounts = yield* LocalAccounts
+      const first = new Uint8Array(20).fill(1)
+      const second = new Uint8Array(20).fill(2)
+      const at = now.getTime()
+      expect(yield* accounts.confirmEnrollment(userId, first, totpAt(first, at))).toBe(true)
+      const enrolled = Option.getOrThrow(yield* credentials.find(userId)).totp_secret_sealed
+      // A second enrollment (a racing tab, or anyone past the password step) is refused and changes nothing.
+      expect(yield* accounts.confirmEnrollment(userId, second, totpAt(second, at))).toBe(false)
+      expect(yield* credentials.enrollTotp(userId, "sealed-by-someone-else", 1)).toBe(false)
+      expect(Option.getOrThrow(yield* credentials.find(userId)).totp_secret_sealed).toBe(enrolled)
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* accounts.checkTotp(userId, totpAt(first, at + 30_000))).toBe(true)
+
+      yield* credentials.clearTotp(userId)
+      expect(yield* accounts.confirmEnrollment(userId, second, totpAt(second, at + 30_000))).toBe(true)
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* accounts.checkTotp(userId, totpAt(second, at + 60_000))).toBe(true)
+    }).pipe(Effect.provide(LocalAccounts.Default.pipe(Layer.provideMerge(layerFor(kind)))))
   )
 })

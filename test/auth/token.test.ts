@@ -43,6 +43,26 @@ describe.each(storeKinds)("POST /sso/token (%s)", (kind) => {
     })
   )
 
+  it.scoped("a code replayed hours later (past the access token's 10 minutes) still revokes its session", () =>
+    Effect.gen(function* () {
+      const { gateway, code } = yield* signedInBrowser(kind)
+      const obtained = yield* code()
+      const first = yield* promise(() => exchange(gateway.baseUrl, obtained))
+      expect(first.response.status).toBe(200)
+      yield* TestClock.adjust("3 hours")
+      // Issuing another code sweeps what pending codes no longer need to keep.
+      const later = yield* code()
+      expect((yield* promise(() => exchange(gateway.baseUrl, later))).response.status).toBe(200)
+      const replay = yield* promise(() => exchange(gateway.baseUrl, obtained))
+      expect(replay.body["error"]).toBe("invalid_grant")
+      const refreshed = yield* promise(() => refresh(gateway.baseUrl, String(first.body["refresh_token"])))
+      expect(refreshed.body).toMatchObject({
+        error: "invalid_grant",
+        error_description: "The session was revoked; sign in again."
+      })
+    })
+  )
+
   it.scoped("refresh rotates; a consumed token used again revokes the whole family", () =>
     Effect.gen(function* () {
       const { gateway, tokens } = yield* signedInBrowser(kind)

@@ -56,7 +56,11 @@ describe("shipped configuration files", () => {
   it.effect("the default runs on loopback with SQLite and the optional demo backend (npm start)", () =>
     Effect.gen(function* () {
       const { config } = yield* loadConfig(join(configDir, "gateway.yaml"), {})
-      expect(config.server).toEqual({ listen: "127.0.0.1:8080", public_url: "http://127.0.0.1:8080/mcp" })
+      expect(config.server).toEqual({
+        listen: "127.0.0.1:8080",
+        public_url: "http://127.0.0.1:8080/mcp",
+        trusted_proxies: []
+      })
       expect(config.auth.issuer).toBe("http://127.0.0.1:8080/sso")
       expect(config.storage).toEqual({ type: "sqlite", path: "./data/gateway.db" })
       expect([config.admin.mode, config.admin.listen]).toEqual(["local", "127.0.0.1:8081"])

@@ -221,6 +221,20 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
     ])
   })
 
+  it("server.trusted_proxies holds IP addresses and CIDR blocks only", () => {
+    const proxies = (trusted_proxies: ReadonlyArray<string>) => ({ server: { trusted_proxies } })
+    expect(run(server.trustedProxiesFormat, proxies(["10.0.0.0/8", "192.0.2.10", "fd00::/8", "::1"]))).toEqual([])
+    expect(
+      run(server.trustedProxiesFormat, proxies(["proxy.example.com", "10.0.0.0/33", "fd00::/129", "10.0.0.1/8/1"]))
+    ).toEqual([
+      'server.trusted_proxies[0]: expected an IP address or CIDR block such as 10.0.0.0/8, got "proxy.example.com"',
+      'server.trusted_proxies[1]: expected an IP address or CIDR block such as 10.0.0.0/8, got "10.0.0.0/33"',
+      'server.trusted_proxies[2]: expected an IP address or CIDR block such as 10.0.0.0/8, got "fd00::/129"',
+      'server.trusted_proxies[3]: expected an IP address or CIDR block such as 10.0.0.0/8, got "10.0.0.1/8/1"'
+    ])
+    expect(configOf().server.trusted_proxies).toEqual([])
+  })
+
   it("the public and admin listeners do not share a port", () => {
     expect(run(server.listenersDistinct, { server: { listen: "0.0.0.0:8081" } })).toEqual([
       "admin.listen: uses the same port as server.listen (8081)"

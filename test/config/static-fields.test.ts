@@ -27,7 +27,9 @@ describe("staticChanges (spec Versioning 7)", () => {
       allowed_origins: ["https://app.example.com"],
       request_timeout: "5s",
       drain_timeout: "1m",
-      backends: [{ id: "a", url: "https://a.example.com/mcp" }]
+      backends: [{ id: "a", url: "https://a.example.com/mcp" }],
+      // Read per request (src/auth/client-address.ts): a new proxy address applies without a restart.
+      server: { trusted_proxies: ["10.0.0.0/8"] }
     })
     expect(staticChanges(configOf(), after)).toEqual([])
   })

@@ -1,4 +1,5 @@
 /** Spec: local accounts; passwords hashed with scrypt and a per-user salt, compared in constant time. */
+import { randomBytes, scryptSync } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import {
@@ -14,10 +15,20 @@ describe("password hashing", () => {
   it.effect("verifies the right password and refuses a wrong one", () =>
     Effect.gen(function* () {
       const stored = yield* hashPassword(secret("correct horse battery staple"))
-      expect(stored).toMatch(/^scrypt\$15\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
+      expect(stored).toMatch(/^scrypt\$15\$8\$3\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
       expect(yield* verifyPassword(secret("correct horse battery staple"), stored)).toBe(true)
       expect(yield* verifyPassword(secret("correct horse battery stapl"), stored)).toBe(false)
       expect(yield* verifyPassword(secret(""), stored)).toBe(false)
+    })
+  )
+
+  it.effect("still verifies hashes stored with the earlier parameters (N=2^15, r=8, p=1)", () =>
+    Effect.gen(function* () {
+      const salt = randomBytes(16)
+      const key = scryptSync("an older passphrase", salt, 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 })
+      const stored = `scrypt$15$8$1$${salt.toString("base64url")}$${key.toString("base64url")}`
+      expect(yield* verifyPassword(secret("an older passphrase"), stored)).toBe(true)
+      expect(yield* verifyPassword(secret("an older passphrasE"), stored)).toBe(false)
     })
   )
 

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Context, Duration, Effect, Either, Exit, Layer, Scope } from "effect"
 import { stringify } from "yaml"
+import { SessionGuard } from "../../src/auth/caller.js"
+import { ExternalJwksTiming, type ExternalJwksTimingShape } from "../../src/auth/external-jwks.js"
 import { parseConfig } from "../../src/config/load.js"
 import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
@@ -32,8 +34,13 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** Top-level YAML keys besides server/auth/storage (backends, allowed_origins, request_timeout, …). */
   readonly patch?: Record<string, unknown>
-  /** Provide the test SessionGuard (default true); false proves builtin mode denies without one. */
-  readonly sessionGuard?: boolean
+  /**
+   * The SessionGuard: the test one (default, `true`), the store-backed one of the base layer (`false`),
+   * or this one (e.g. a spy proving external mode never consults it).
+   */
+  readonly sessionGuard?: boolean | Context.Tag.Service<SessionGuard>
+  /** Shorter external JWKS timings (cooldown, retries) than production's, so tests need not wait. */
+  readonly externalJwksTiming?: Partial<ExternalJwksTimingShape>
   readonly auth?: Record<string, unknown>
   readonly publicPath?: string
 }
@@ -56,10 +63,16 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   const scope = Effect.runSync(Scope.make())
   const key = Effect.runSync(parseConfigKey(randomBytes(32).toString("base64")))
   let loaded = load(options.patch ?? {})
-  const baseLayers =
-    options.sessionGuard === false
-      ? baseLayer(loaded.config.storage, key)
-      : Layer.merge(baseLayer(loaded.config.storage, key), testSessionGuard)
+  const guard = options.sessionGuard ?? true
+  const timing = Layer.succeed(ExternalJwksTiming, {
+    ...ExternalJwksTiming.defaultValue(),
+    ...options.externalJwksTiming
+  })
+  const baseLayers = Layer.mergeAll(
+    baseLayer(loaded.config.storage, key),
+    guard === true ? testSessionGuard : guard === false ? Layer.empty : Layer.succeed(SessionGuard, guard),
+    timing
+  )
   const base = await Effect.runPromise(Layer.buildWithScope(baseLayers, scope))
   const signer = Context.get(base, Signer)
   let current: Generation = await Effect.runPromise(buildGeneration(1, loaded, base))

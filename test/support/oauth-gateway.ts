@@ -35,6 +35,8 @@ export interface OAuthGatewayOptions {
   readonly auth?: (origin: string) => Record<string, unknown>
   /** Other top-level keys (client_authorization, backends, …). */
   readonly patch?: Record<string, unknown>
+  /** Extra keys of `server` (e.g. `trusted_proxies`); `listen` and `public_url` are the test's. */
+  readonly server?: Record<string, unknown>
 }
 
 /** Clients every test gateway registers: loopback any-port, loopback fixed port, exact https, custom scheme. */
@@ -66,7 +68,7 @@ const build = (options: OAuthGatewayOptions) =>
     const storage = yield* withStorage(options.kind ?? "sqlite")
     const origin = `http://127.0.0.1:${port}`
     const document = {
-      server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp` },
+      server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
       auth: { issuer: `${origin}/sso`, ...(options.auth?.(origin) ?? { sso: { clients: defaultClients(origin) } }) },
       storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
       ...options.patch,

@@ -34,7 +34,9 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
       client_name: "gateway test client",
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
-      token_endpoint_auth_method: "none"
+      token_endpoint_auth_method: "none",
+      // Asked for when the resource names no scopes (its backends require none): a CLI wants refreshes.
+      scope: "offline_access"
     }
   }
 

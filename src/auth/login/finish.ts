@@ -1,10 +1,12 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { Config } from "../../config/service.js"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { UserRepo, type UserRow } from "../../store/users.js"
 import type { AuthorizationRequest } from "../authorize/request.js"
 import { startSignIn } from "../browser-session.js"
 import { setSessionCookie } from "../cookies.js"
+import { grantableScope } from "../held-scopes.js"
 import { seeOther } from "../pages/html.js"
 import { messagePage } from "../pages/message.js"
 import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
@@ -69,11 +71,15 @@ export const issueCodeAndRedirect = (
     return clientRedirect(settings, request, { code })
   })
 
-/** Continues an authorization for a person known to be signed in: deny, ask consent, or issue the code. */
+/**
+ * Continues an authorization for a person known to be signed in: deny, ask consent, or issue the code.
+ * From here on the request's scopes are only those this person holds (src/auth/held-scopes.ts): the
+ * consent page, the stored grant and the code never name more.
+ */
 export const continueAuthorization = (
   settings: AuthSettings,
   transaction: LoginTransaction,
-  request: AuthorizationRequest,
+  requested: AuthorizationRequest,
   user: UserRow,
   authTime: number
 ) =>
@@ -81,8 +87,10 @@ export const continueAuthorization = (
     const pending = yield* PendingAuthorizations
     if (user.status !== "enabled") {
       yield* pending.finish(transaction.id)
-      return accountAccessRequired(settings, request)
+      return accountAccessRequired(settings, requested)
     }
+    const { config } = yield* Config
+    const request = { ...requested, scope: grantableScope(config, user, requested.scope) }
     if (yield* consentNeeded(settings, request, user.id)) {
       if (request.prompt.has("none")) {
         yield* pending.finish(transaction.id)
@@ -91,7 +99,7 @@ export const continueAuthorization = (
           error_description: "Consent is required."
         })
       }
-      yield* pending.update({ ...transaction, stage: "consent", userId: user.id, authTime })
+      yield* pending.update({ ...transaction, request, stage: "consent", userId: user.id, authTime })
       return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
     }
     return yield* issueCodeAndRedirect(settings, transaction, request, user.id, authTime)

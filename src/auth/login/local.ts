@@ -1,8 +1,9 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
-import { LocalAccounts } from "../../identity/local/accounts.js"
+import { LocalAccounts, MAX_USERNAME_LENGTH } from "../../identity/local/accounts.js"
 import { MAX_PASSWORD_LENGTH } from "../../identity/local/password.js"
 import { generateTotpSecret } from "../../identity/local/totp.js"
+import { clientAddress } from "../client-address.js"
 import { seeOther } from "../pages/html.js"
 import { PendingAuthorizations } from "../pending.js"
 import { type AuthSettings, authSettings } from "../settings.js"
@@ -11,11 +12,6 @@ import { readPageForm } from "./form.js"
 import { answerPage } from "./page-response.js"
 import { stagePage } from "./sign-in.js"
 import { postedTransaction } from "./transaction.js"
-
-/** The throttling key for a client address (the TCP peer: see docs, "Throttling", behind a proxy). */
-export const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
-)
 
 const WRONG = "Wrong user name or password."
 
@@ -48,19 +44,23 @@ export const localLoginEndpoint = answerPage(
     if (transaction.stage !== "sign_in") return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
     const username = params.single("username")
     const password = params.single("password")
-    if (username._tag !== "Value" || password._tag !== "Value" || password.value.length > MAX_PASSWORD_LENGTH) {
+    // Out-of-bounds input is refused before it reaches the throttle's bookkeeping or scrypt.
+    if (
+      username._tag !== "Value" ||
+      password._tag !== "Value" ||
+      username.value.length > MAX_USERNAME_LENGTH ||
+      password.value.length > MAX_PASSWORD_LENGTH
+    ) {
       return stagePage(settings, transaction, "Enter your user name and password.", 400)
     }
     const throttle = yield* LoginThrottle
-    const address = yield* clientAddress
-    const allowed = yield* Effect.either(throttle.check(username.value, address))
-    if (allowed._tag === "Left") return throttledPage(settings, transaction, allowed.left.retryAfterSeconds)
+    const attempt = yield* Effect.either(throttle.reserve(username.value, yield* clientAddress))
+    if (attempt._tag === "Left") return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
 
     const verified = yield* (yield* LocalAccounts).checkPassword(username.value, Redacted.make(password.value))
-    if (Option.isNone(verified)) {
-      yield* throttle.recordFailure(username.value, address)
-      return stagePage(settings, transaction, WRONG, 401)
-    }
+    // A wrong password keeps its counted attempt; a right one gives it back (the second factor counts anew).
+    if (Option.isNone(verified)) return stagePage(settings, transaction, WRONG, 401)
+    yield* throttle.release(attempt.right)
     const { user, totpEnrolled } = verified.value
     yield* (yield* PendingAuthorizations).update({
       ...transaction,

@@ -1,12 +1,13 @@
 import { Effect } from "effect"
 import { LocalAccounts } from "../../identity/local/accounts.js"
+import { clientAddress } from "../client-address.js"
 import { seeOther } from "../pages/html.js"
 import type { LoginTransaction } from "../pending.js"
 import { authSettings } from "../settings.js"
 import { LoginThrottle } from "../throttle.js"
 import { afterAuthentication } from "./finish.js"
 import { readPageForm } from "./form.js"
-import { clientAddress, throttledPage } from "./local.js"
+import { throttledPage } from "./local.js"
 import { answerPage } from "./page-response.js"
 import { stagePage } from "./sign-in.js"
 import { postedTransaction } from "./transaction.js"
@@ -30,16 +31,15 @@ const secondFactor = (
         return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
       }
       const throttle = yield* LoginThrottle
-      const address = yield* clientAddress
-      const allowed = yield* Effect.either(throttle.check(username, address))
-      if (allowed._tag === "Left") return throttledPage(settings, transaction, allowed.left.retryAfterSeconds)
+      // Counted before the code is checked, like a password (src/auth/throttle.ts).
+      const attempt = yield* Effect.either(throttle.reserve(username, yield* clientAddress))
+      if (attempt._tag === "Left") return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
       const code = params.single("code")
       const text = code._tag === "Value" ? code.value.replace(/\s/g, "") : ""
       if (!(yield* verify(transaction, userId, text))) {
-        yield* throttle.recordFailure(username, address)
         return stagePage(settings, transaction, "That code is not valid. Use the current code from your app.", 401)
       }
-      yield* throttle.recordSuccess(username)
+      yield* throttle.succeeded(attempt.right)
       return yield* afterAuthentication(settings, transaction, userId)
     })
   ).pipe(Effect.withSpan(`secondFactor.${stage}`))

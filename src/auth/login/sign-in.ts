@@ -1,16 +1,15 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { sha256Hex } from "../../crypto/hashing.js"
 import { base32Encode } from "../../identity/local/base32.js"
 import { otpauthUri } from "../../identity/local/totp.js"
 import { currentSignIn } from "../browser-session.js"
 import { browserBinding, setBrowserCookie } from "../cookies.js"
 import { seeOther } from "../pages/html.js"
 import { consentPage, enrollPage, mfaPage, signInPage } from "../pages/login.js"
-import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
+import type { LoginTransaction } from "../pending.js"
 import { type AuthSettings, authSettings } from "../settings.js"
 import { answerPage } from "./page-response.js"
-import { formContext, requireTransaction } from "./transaction.js"
+import { formContext, openTransaction, requireTransaction } from "./transaction.js"
 
 /** The page for where a transaction stands, optionally with an error from the form just posted. */
 export const stagePage = (settings: AuthSettings, transaction: LoginTransaction, error?: string, status = 200) => {
@@ -57,7 +56,7 @@ export const signInEndpoint = answerPage(
     }
     if (Option.isSome(yield* currentSignIn(settings))) return seeOther("/sso/grants")
     const binding = yield* browserBinding(settings)
-    const transaction = yield* (yield* PendingAuthorizations).start(sha256Hex(binding.value), undefined)
+    const transaction = yield* openTransaction(binding.value, undefined)
     const response = stagePage(settings, transaction)
     return binding.isNew ? yield* setBrowserCookie(settings, binding.value)(response) : response
   })

@@ -1,7 +1,9 @@
-import { HttpServerRequest } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
 import type { OAuthParams } from "../authorize/params.js"
+import type { AuthorizationRequest } from "../authorize/request.js"
+import { addressBucket, clientAddress } from "../client-address.js"
 import { readBrowserCookie } from "../cookies.js"
 import type { FormContext } from "../pages/login.js"
 import { messagePage } from "../pages/message.js"
@@ -17,6 +19,32 @@ const expired = () =>
     "Sign-in expired",
     "This sign-in is unknown or older than 5 minutes. Go back to the application and start again.",
     400
+  )
+
+/**
+ * Opens a login transaction for this browser (its binding cookie's value) and client address; when the
+ * address already has too many open, a 429 page with `Retry-After` instead (src/auth/pending.ts).
+ */
+export const openTransaction = (binding: string, request: AuthorizationRequest | undefined) =>
+  Effect.gen(function* () {
+    const address = addressBucket(yield* clientAddress)
+    return yield* (yield* PendingAuthorizations).start(sha256Hex(binding), request, address)
+  }).pipe(
+    Effect.catchTag("TooManySignIns", (error) =>
+      Effect.fail(
+        new PageResponse({
+          response: HttpServerResponse.setHeader(
+            messagePage(
+              "Too many sign-ins",
+              "Too many sign-ins are in progress from your network. Finish one, or try again in a few minutes.",
+              429
+            ),
+            "retry-after",
+            String(error.retryAfterSeconds)
+          )
+        })
+      )
+    )
   )
 
 /**

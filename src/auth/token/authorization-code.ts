@@ -1,13 +1,16 @@
 import { createHash, randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
+import { Config } from "../../config/service.js"
 import { constantTimeEqual } from "../../crypto/hashing.js"
+import { ClientGrantRepo } from "../../store/client-grants.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
 import type { OAuthParams } from "../authorize/params.js"
+import { grantableScope } from "../held-scopes.js"
 import { PendingAuthorizations } from "../pending.js"
-import { OFFLINE_ACCESS, scopeText } from "../scopes.js"
+import { OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
 import type { AuthSettings } from "../settings.js"
 import { optionalParam, requiredParam, tokenError } from "./errors.js"
 import { mintAccessToken, newRefreshToken, SESSION_TTL_MS, tokenResponse } from "./mint.js"
@@ -18,6 +21,20 @@ const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
 
 const invalidGrant = (description: string) => tokenError("invalid_grant", description)
+
+/**
+ * With consent on (`client_authorization.enabled`), the stored grant must still cover the scopes when
+ * the code is exchanged: revoking a grant revokes the sessions that exist, and this stops the session a
+ * code issued before the revocation would otherwise create after it. The portal client needs none.
+ */
+const consentStillCovers = (settings: AuthSettings, userId: string, clientId: string, scope: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    if (!settings.consentRequired || clientId === settings.portalClientId) return true
+    const stored = yield* (yield* ClientGrantRepo).find(userId, clientId)
+    if (Option.isNone(stored)) return false
+    const consented = new Set(parseScopeText(stored.value.scope))
+    return scope.every((name) => consented.has(name))
+  })
 
 /**
  * `grant_type=authorization_code` (RFC 6749 §4.1.3 with PKCE). A code is redeemed once, whatever the
@@ -60,6 +77,11 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   if (Option.isNone(user) || user.value.status !== "enabled") return yield* invalidGrant("The account is not enabled.")
   const expiresAt = grant.authTime + SESSION_TTL_MS
   if (now >= expiresAt) return yield* invalidGrant("The sign-in is older than 8 hours; sign in again.")
+  // Held scopes are read again: what the person lost since the code was issued is not in the token.
+  const scope = grantableScope((yield* Config).config, user.value, grant.scope)
+  if (!(yield* consentStillCovers(settings, grant.userId, client.id, scope))) {
+    return yield* invalidGrant("The person withdrew this application's access; sign in again.")
+  }
 
   const session = {
     id: randomBytes(16).toString("base64url"),
@@ -70,7 +92,7 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   }
   yield* sessions.insert({
     ...session,
-    scope: scopeText(grant.scope),
+    scope: scopeText(scope),
     authTime: new Date(grant.authTime),
     createdAt: new Date(now),
     expiresAt: new Date(expiresAt)
@@ -79,14 +101,14 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
     yield* sessions.revoke(session.id, "authorization_code_replay", new Date(now))
     return yield* invalidGrant("The authorization code was used twice; the tokens issued for it are revoked.")
   }
-  const refresh = grant.scope.includes(OFFLINE_ACCESS) ? newRefreshToken() : undefined
+  const refresh = scope.includes(OFFLINE_ACCESS) ? newRefreshToken() : undefined
   if (refresh !== undefined) yield* refreshTokens.insert(refresh.hash, session.id, new Date(now))
-  const access = yield* mintAccessToken(settings.issuer, session, grant.scope)
+  const access = yield* mintAccessToken(settings.issuer, session, scope)
   return tokenResponse({
     access_token: access.token,
     token_type: "Bearer",
     expires_in: access.expiresIn,
-    scope: scopeText(grant.scope),
+    scope: scopeText(scope),
     ...(refresh === undefined ? {} : { refresh_token: refresh.token })
   })
 })

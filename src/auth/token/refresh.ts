@@ -1,10 +1,12 @@
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
+import { Config } from "../../config/service.js"
 import { sha256Hex } from "../../crypto/hashing.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
 import type { OAuthParams } from "../authorize/params.js"
+import { grantableScope } from "../held-scopes.js"
 import { grantScope, OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
 import type { AuthSettings } from "../settings.js"
 import { optionalParam, requiredParam, tokenError } from "./errors.js"
@@ -53,7 +55,12 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
   ) {
     return yield* tokenError("invalid_scope", "A refresh may only narrow the granted scope.")
   }
-  const scope = requestedScope === undefined ? granted : narrowed.granted
+  // Held scopes are read on every refresh: one the person lost since sign-in is not renewed.
+  const scope = grantableScope(
+    (yield* Config).config,
+    user.value,
+    requestedScope === undefined ? granted : narrowed.granted
+  )
 
   const next = newRefreshToken()
   const rotation = yield* repo.rotate(hash, next.hash, new Date(now))

@@ -5,6 +5,9 @@ import { UserRepo, type UserRow } from "../../store/users.js"
 import { DUMMY_PASSWORD_HASH, verifyPassword } from "./password.js"
 import { matchTotp } from "./totp.js"
 
+/** Longer names are refused before any lookup or throttling: no account has one (init-admin makes "admin"). */
+export const MAX_USERNAME_LENGTH = 256
+
 export interface PasswordVerified {
   readonly user: UserRow
   /** False until the person has enrolled a TOTP second factor. */
@@ -25,7 +28,7 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       username: string,
       password: Redacted.Redacted<string>
     ) {
-      const user = username.length > 256 ? Option.none() : yield* users.findLocalByUsername(username)
+      const user = username.length > MAX_USERNAME_LENGTH ? Option.none() : yield* users.findLocalByUsername(username)
       const credential = Option.isSome(user) ? yield* credentials.find(user.value.id) : Option.none()
       const stored = Option.match(credential, { onNone: () => DUMMY_PASSWORD_HASH, onSome: (row) => row.password_hash })
       const matches = yield* verifyPassword(password, stored)
@@ -47,7 +50,10 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       return step === undefined ? false : yield* credentials.acceptTotpStep(userId, step)
     })
 
-    /** Stores `secret` as the user's second factor once `code` proves the person's app holds it. */
+    /**
+     * Stores `secret` as the user's second factor once `code` proves the person's app holds it; false
+     * also when a second factor was enrolled meanwhile (it is never replaced here).
+     */
     const confirmEnrollment = Effect.fn("LocalAccounts.confirmEnrollment")(function* (
       userId: string,
       secret: Uint8Array,
@@ -56,8 +62,7 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       const now = yield* Clock.currentTimeMillis
       const step = matchTotp(secret, code, now, undefined)
       if (step === undefined) return false
-      yield* credentials.setTotp(userId, sealer.seal(secret, totpSealContext(userId)), step)
-      return true
+      return yield* credentials.enrollTotp(userId, sealer.seal(secret, totpSealContext(userId)), step)
     })
 
     return { checkPassword, checkTotp, confirmEnrollment } as const

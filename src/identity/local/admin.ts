@@ -88,7 +88,7 @@ const apply = (request: InitAdminRequest) =>
     }
     const id = existing.value.id
     if (request.resetPassword) yield* credentials.setPassword(id, yield* hashPassword(password), now)
-    if (request.resetMfa) yield* credentials.setTotp(id, null, null)
+    if (request.resetMfa) yield* credentials.clearTotp(id)
     yield* users.setStatus(id, "enabled", now)
     const revokedSessions = yield* sessions.revokeForUser(id, "administrator_reset", now)
     yield* browserSessions.revokeForUser(id, now)

@@ -3,12 +3,14 @@ import { Effect, Redacted } from "effect"
 
 /**
  * Local passwords: scrypt (RFC 7914) with a fresh 16-byte salt per hash, stored as
- * `scrypt$<log2 N>$<r>$<p>$<salt b64url>$<hash b64url>` so parameters can be raised later without
- * invalidating stored hashes. N = 2^15, r = 8, p = 1 is OWASP's scrypt baseline (32 MiB, ~50-100 ms).
+ * `scrypt$<log2 N>$<r>$<p>$<salt b64url>$<hash b64url>`. Every hash carries its parameters, so raising
+ * them changes new hashes only and older ones still verify. N = 2^15, r = 8, p = 3 is one of the
+ * equivalent settings the OWASP Password Storage Cheat Sheet lists (32 MiB per hash; p adds time, not
+ * memory). Throttling bounds how many run at once (src/auth/throttle.ts).
  */
 const LOG_N = 15
 const R = 8
-const P = 1
+const P = 3
 const KEY_BYTES = 32
 const SALT_BYTES = 16
 // Node refuses scrypt above `maxmem` (default 32 MiB, exactly 128·N·r here): leave headroom.

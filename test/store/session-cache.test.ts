@@ -1,0 +1,59 @@
+/**
+ * The session check's cache (docs/authorization-server.md, "Access token"): a value read before an
+ * invalidation is never stored after it, even once the invalidation's own record has been dropped to
+ * keep memory bounded.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { type CachedSession, SessionCache } from "../../src/store/session-cache.js"
+
+const live: CachedSession = { userId: "u", clientId: "cli", expiresAt: Number.MAX_SAFE_INTEGER, revoked: false }
+const revoked: CachedSession = { ...live, revoked: true }
+
+/** Starts a load of `id` that returns `live` once `gate` opens; resolves `read` when it has "queried". */
+const pausedLoad = (cache: SessionCache, id: string) =>
+  Effect.gen(function* () {
+    const read = yield* Deferred.make<void>()
+    const gate = yield* Deferred.make<void>()
+    const fiber = yield* Effect.fork(
+      cache.session(id, Effect.zipRight(Deferred.succeed(read, undefined), Effect.as(Deferred.await(gate), live)))
+    )
+    yield* Deferred.await(read)
+    return { finish: Effect.zipRight(Deferred.succeed(gate, undefined), Fiber.join(fiber)) }
+  })
+
+describe("SessionCache", () => {
+  it.effect("caches a load nothing invalidated, and not one an invalidation overtook", () =>
+    Effect.gen(function* () {
+      const cache = yield* SessionCache
+      expect(yield* cache.session("a", Effect.succeed(live))).toEqual(live)
+      expect(yield* cache.session("a", Effect.succeed(revoked))).toEqual(live)
+
+      const load = yield* pausedLoad(cache, "b")
+      yield* cache.forgetSessions(["b"])
+      expect(yield* load.finish).toEqual(live)
+      expect(yield* cache.session("b", Effect.succeed(revoked))).toEqual(revoked)
+    }).pipe(Effect.provide(SessionCache.Default))
+  )
+
+  it.effect("an invalidation on another key does not block caching", () =>
+    Effect.gen(function* () {
+      const cache = yield* SessionCache
+      const load = yield* pausedLoad(cache, "c")
+      yield* cache.forgetSessions(["other"])
+      yield* load.finish
+      expect(yield* cache.session("c", Effect.succeed(revoked))).toEqual(live)
+    }).pipe(Effect.provide(SessionCache.Default))
+  )
+
+  it.effect("stays safe when the invalidation's record was dropped for memory", () =>
+    Effect.gen(function* () {
+      const cache = yield* SessionCache
+      const load = yield* pausedLoad(cache, "d")
+      yield* cache.forgetSessions(["d"])
+      yield* cache.forgetSessions(Array.from({ length: 60_000 }, (_, index) => `flood${index}`))
+      yield* load.finish
+      expect(yield* cache.session("d", Effect.succeed(revoked))).toEqual(revoked)
+    }).pipe(Effect.provide(SessionCache.Default))
+  )
+})
