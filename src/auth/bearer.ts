@@ -8,6 +8,7 @@ import { type Caller, SessionGuard } from "./caller.js"
 import { makeExternalKeys, VerifierNotReady } from "./external-jwks.js"
 import { metadataUrl } from "./resource-metadata.js"
 import { callerFromClaims } from "./token-claims.js"
+import { VerifiedTokens } from "./verified-tokens.js"
 
 /**
  * Verifies the bearer token of an /mcp request (spec: Authentication → MCP entry). Issuer, audience
@@ -46,12 +47,18 @@ export const BearerVerifierLive = Layer.scoped(
     const guard = yield* Effect.serviceOption(SessionGuard)
     const noSessionStore = rejected("No session store is available to check this token.")
     const sessionEnded = rejected("The token's session is no longer valid.")
+    const verified = new VerifiedTokens(10_000)
     const builtin = (token: string) =>
       Effect.gen(function* () {
-        const payload = yield* signer
-          .verify(token, { issuer, audience })
-          .pipe(Effect.mapError((error) => rejected(describe(error.code))))
-        const caller = callerFromClaims(payload)
+        const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        let caller = verified.get(token, now)
+        if (caller === undefined) {
+          const payload = yield* signer
+            .verify(token, { issuer, audience })
+            .pipe(Effect.mapError((error) => rejected(describe(error.code))))
+          caller = callerFromClaims(payload)
+          verified.set(token, caller)
+        }
         if (Option.isNone(guard)) return yield* noSessionStore
         yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
         return caller
