@@ -27,6 +27,20 @@ export interface Listener {
 
 const shuttingDownBody = JSON.stringify({ error: "shutting_down", error_description: "The gateway is shutting down." })
 
+/**
+ * Liveness is answered here, before the request pipeline: `/healthz` means "a runtime exists and this
+ * process answers", so it must stay cheap and must not fail because the pipeline is saturated, slow or
+ * past its request deadline. Other methods on /healthz still go through the routes (405).
+ */
+const healthzBody = JSON.stringify({ status: "ok" })
+const healthzHeaders = {
+  "content-type": "application/json",
+  "content-length": String(Buffer.byteLength(healthzBody)),
+  "cache-control": "no-store"
+}
+const isLivenessProbe = (method: string | undefined, url: string | undefined) =>
+  (method === "GET" || method === "HEAD") && (url === "/healthz" || url?.startsWith("/healthz?") === true)
+
 export const makeListener = (host: string, port: number): Effect.Effect<Listener, ListenError> =>
   Effect.async<Listener, ListenError>((resume) => {
     let current: Generation | undefined
@@ -41,6 +55,11 @@ export const makeListener = (host: string, port: number): Effect.Effect<Listener
           connection: "close"
         })
         response.end(shuttingDownBody)
+        return
+      }
+      if (isLivenessProbe(request.method, request.url)) {
+        response.writeHead(200, healthzHeaders)
+        response.end(request.method === "HEAD" ? undefined : healthzBody)
         return
       }
       current.handle(request, response)

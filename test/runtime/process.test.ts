@@ -55,7 +55,11 @@ describe("gateway serve (spawned process)", () => {
     const health = await fetch(`${gateway.baseUrl}/healthz`)
     expect(health.status).toBe(200)
     expect(await health.json()).toEqual({ status: "ok" })
-    expect(health.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    expect(health.headers.get("cache-control")).toBe("no-store")
+    expect((await fetch(`${gateway.baseUrl}/healthz`, { method: "HEAD" })).status).toBe(200)
+    const wrongMethod = await fetch(`${gateway.baseUrl}/healthz`, { method: "POST" })
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD")
 
     const ready = await fetch(`${gateway.baseUrl}/readyz`)
     expect(ready.status).toBe(200)
@@ -69,6 +73,7 @@ describe("gateway serve (spawned process)", () => {
 
     const missing = await fetch(`${gateway.baseUrl}/no/such/path`)
     expect(missing.status).toBe(404)
+    expect(missing.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
     const body = await missing.json()
     expect(body).toEqual({
       error: "not_found",
