@@ -7,6 +7,7 @@ import { Context, Effect, Either, Exit, Layer, Redacted, Scope } from "effect"
 import { stringify } from "yaml"
 import { parseConfig } from "../../src/config/load.js"
 import type { StorageConfig } from "../../src/config/schema.js"
+import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import { buildGeneration, closeGeneration } from "../../src/runtime/generation.js"
@@ -45,6 +46,7 @@ const storageOf = (kind: "sqlite" | "postgres", dir: string) =>
 export interface AuthBenchGateway {
   readonly origin: string
   readonly base: Context.Context<BaseServices>
+  readonly loaded: LoadedConfig
   readonly close: () => Promise<void>
 }
 
@@ -79,6 +81,7 @@ export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<Aut
   return {
     origin,
     base,
+    loaded: parsed.right,
     close: async () => {
       listener.stopAccepting()
       listener.closeAll()
