@@ -9,33 +9,13 @@ import { Effect } from "effect"
 import { MAX_TRANSACTIONS_PER_ADDRESS } from "../../src/auth/pending.js"
 import { MAX_ACCOUNT_ADDRESS_FAILURES } from "../../src/auth/throttle.js"
 import { totpAt } from "../../src/identity/local/totp.js"
-import {
-  authorizePath,
-  Browser,
-  callbackParams,
-  formFields,
-  obtainCode,
-  pkcePair,
-  signIn
-} from "../support/oauth-client.js"
+import { Browser, callbackParams, formFields, obtainCode, signIn, startAuthorization } from "../support/oauth-client.js"
 import { ADMIN_PASSWORD, oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
 const authorizeFor = (browser: Browser, headers: Record<string, string> = {}) =>
-  promise(() =>
-    browser.get(
-      authorizePath({
-        client_id: "cli",
-        redirect_uri: "http://127.0.0.1:40000/callback",
-        response_type: "code",
-        code_challenge: pkcePair().challenge,
-        code_challenge_method: "S256",
-        state: "s"
-      }),
-      headers
-    )
-  )
+  promise(() => startAuthorization(browser, {}, headers))
 
 /** A fresh login transaction's sign-in page fields, as seen from `headers` (e.g. X-Forwarded-For). */
 const signInForm = (browser: Browser, headers: Record<string, string> = {}) =>

@@ -13,26 +13,15 @@ import {
   formFields,
   obtainCode,
   pkcePair,
-  signIn
+  signIn,
+  startAuthorization
 } from "../support/oauth-client.js"
 import { defaultClients, inGateway, oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
 const authorizeFor = (browser: Browser, extra: Record<string, string> = {}) =>
-  promise(() =>
-    browser.get(
-      authorizePath({
-        client_id: "cli",
-        redirect_uri: "http://127.0.0.1:40000/callback",
-        response_type: "code",
-        code_challenge: pkcePair().challenge,
-        code_challenge_method: "S256",
-        state: "s",
-        ...extra
-      })
-    )
-  )
+  promise(() => startAuthorization(browser, extra))
 
 const loginPage = (browser: Browser) =>
   Effect.flatMap(authorizeFor(browser), (start) => promise(() => browser.follow(start))).pipe(

@@ -225,3 +225,25 @@ export const refresh = async (origin: string, refreshToken: string, overrides: R
   })
   return { response, body: (await response.json()) as Record<string, unknown> }
 }
+
+/**
+ * Starts an authorization request for the test client `cli` (loopback redirect, fresh S256 challenge,
+ * state `s`), with `extra` query parameters and request `headers` (e.g. X-Forwarded-For).
+ */
+export const startAuthorization = (
+  browser: Browser,
+  extra: Record<string, string> = {},
+  headers: Record<string, string> = {}
+): Promise<Response> =>
+  browser.get(
+    authorizePath({
+      client_id: "cli",
+      redirect_uri: "http://127.0.0.1:40000/callback",
+      response_type: "code",
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: "S256",
+      state: "s",
+      ...extra
+    }),
+    headers
+  )
