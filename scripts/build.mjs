@@ -6,7 +6,10 @@ import { build } from "esbuild"
 
 await build({
   entryPoints: ["src/main.ts"],
-  outfile: "dist/main.js",
+  outdir: "dist",
+  // Code split at dynamic imports: a SQLite deployment never loads the PostgreSQL driver.
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   platform: "node",
   format: "esm",

@@ -1,11 +1,17 @@
 import type { SqlClient } from "@effect/sql"
-import type { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { StorageConfig } from "../config/schema.js"
 import type { Sealer } from "../crypto/sealer.js"
-import { StorePg } from "./postgres.js"
-import { StoreSqlite } from "./sqlite.js"
 import type { Store, StoreError } from "./store.js"
 
-/** The store chosen at deployment creation (spec: Storage). Needs the `Sealer` to check the config key. */
+/**
+ * The store chosen at deployment creation (spec: Storage). Needs the `Sealer` to check the config key.
+ * Each driver is imported only when chosen: a SQLite deployment never loads the PostgreSQL client and
+ * the reverse, which keeps start-up and idle memory down.
+ */
 export const StoreLive = (storage: StorageConfig): Layer.Layer<Store | SqlClient.SqlClient, StoreError, Sealer> =>
-  storage.type === "sqlite" ? StoreSqlite(storage.path) : StorePg(storage.url)
+  Layer.unwrapEffect(
+    storage.type === "sqlite"
+      ? Effect.promise(() => import("./sqlite.js")).pipe(Effect.map(({ StoreSqlite }) => StoreSqlite(storage.path)))
+      : Effect.promise(() => import("./postgres.js")).pipe(Effect.map(({ StorePg }) => StorePg(storage.url)))
+  )
