@@ -3,12 +3,13 @@ import { NodeContext } from "@effect/platform-node"
 import { Cause, Effect, Exit, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
+import { version } from "../version.js"
 import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
 import { validateCommand } from "./validate.js"
 
-export const version = "2.4.0"
+export { version }
 
 /**
  * Exit codes (README, docs/operations.md): 0 success or clean shutdown; 1 the gateway could not

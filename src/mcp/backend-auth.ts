@@ -3,6 +3,12 @@ import { Redacted } from "effect"
 import type { BackendConfig } from "../config/schema.js"
 import { clientCredentials } from "./backend-oauth.js"
 
+/** A backend's bearer token: fetched (and cached) on demand; `invalidate` after the backend answered 401. */
+export interface TokenSource {
+  readonly token: () => Promise<string>
+  readonly invalidate?: () => void
+}
+
 /**
  * What a backend receives on every request: its fixed headers and its own credentials, nothing from
  * the caller. The MCP client's bearer token and any upstream identity token never get here, because
@@ -10,7 +16,7 @@ import { clientCredentials } from "./backend-oauth.js"
  */
 export interface BackendRequestAuth {
   readonly headers: Readonly<Record<string, string>>
-  readonly authProvider: AuthProvider | undefined
+  readonly tokens: TokenSource | undefined
 }
 
 export const backendRequestAuth = (backend: BackendConfig): BackendRequestAuth => {
@@ -22,8 +28,19 @@ export const backendRequestAuth = (backend: BackendConfig): BackendRequestAuth =
   }
   if (credentials?.type === "bearer") {
     const token = Redacted.value(credentials.token)
-    return { headers, authProvider: { token: async () => token } }
+    return { headers, tokens: { token: async () => token } }
   }
-  if (backend.oauth !== undefined) return { headers, authProvider: clientCredentials(backend.oauth) }
-  return { headers, authProvider: undefined }
+  if (backend.oauth !== undefined) return { headers, tokens: clientCredentials(backend.oauth) }
+  return { headers, tokens: undefined }
+}
+
+/** The same token source as the MCP client SDK's transport wants it. */
+export const asAuthProvider = (tokens: TokenSource): AuthProvider => {
+  const invalidate = tokens.invalidate
+  return invalidate === undefined
+    ? { token: tokens.token }
+    : {
+        token: tokens.token,
+        onUnauthorized: async () => invalidate()
+      }
 }

@@ -1,8 +1,9 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Data, Duration, Effect } from "effect"
-import { version } from "../cli/run.js"
 import type { BackendConfig } from "../config/schema.js"
-import { backendRequestAuth } from "./backend-auth.js"
+import { version } from "../version.js"
+import { asAuthProvider, backendRequestAuth } from "./backend-auth.js"
+import { type BackendChannel, type BackendSession, makeBackendChannel } from "./backend-channel.js"
 import { makeBackendFetch } from "./backend-fetch.js"
 import type { BackendCatalog } from "./catalog.js"
 
@@ -14,29 +15,38 @@ export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
 
 const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300)
 
+/** A connected backend: the MCP client that owns the session, and the channel forwarded calls take. */
+export interface BackendConnection {
+  readonly client: Client
+  readonly channel: BackendChannel
+}
+
+const clientInfo = { name: "gateway", version }
+
 /**
  * One MCP client per backend and generation, over Streamable HTTP. It negotiates the era (2026-07-28
  * via `server/discover`, else the 2025 `initialize` handshake), and tells `onListChanged` when the
- * backend announces a changed tool, prompt or resource list.
+ * backend announces a changed tool, prompt or resource list. The channel shares its connections,
+ * credentials and negotiated session.
  */
 export const connectBackend = (backend: BackendConfig, onListChanged: () => void) =>
   Effect.tryPromise({
-    try: async (signal) => {
-      const { headers, authProvider } = backendRequestAuth(backend)
+    try: async (signal): Promise<BackendConnection> => {
+      const { headers, tokens } = backendRequestAuth(backend)
       const changed = { autoRefresh: false, debounceMs: 100, onChanged: () => onListChanged() }
-      const client = new Client(
-        { name: "gateway", version },
-        {
-          versionNegotiation: { mode: "auto" },
-          listChanged: { tools: changed, prompts: changed, resources: changed },
-          listMaxPages: 1000
-        }
-      )
+      const client = new Client(clientInfo, {
+        versionNegotiation: { mode: "auto" },
+        listChanged: { tools: changed, prompts: changed, resources: changed },
+        listMaxPages: 1000,
+        // The gateway relays no input requests (sampling, elicitation) to backends: an `input_required`
+        // result surfaces as an error the caller is told about (docs/mcp.md).
+        inputRequired: { autoFulfill: false }
+      })
       const backendFetch = makeBackendFetch()
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
         fetch: backendFetch.fetch,
-        ...(authProvider === undefined ? {} : { authProvider })
+        ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
       // Closing the client (generation closing, reconnect) also drops its kept-alive connections.
       client.onclose = backendFetch.close
@@ -47,7 +57,15 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
         backendFetch.close()
         throw error
       }
-      return client
+      const session = (): BackendSession | undefined => {
+        const protocolVersion = client.getNegotiatedProtocolVersion()
+        const era = client.getProtocolEra()
+        if (protocolVersion === undefined || era === undefined) return undefined
+        return { era, protocolVersion, sessionId: transport.sessionId }
+      }
+      const url = new URL(backend.url)
+      const channel = makeBackendChannel({ url, headers, tokens, agents: backendFetch.agents, session, clientInfo })
+      return { client, channel }
     },
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
   })
@@ -74,9 +92,9 @@ export const fetchCatalog = (backend: BackendConfig, client: Client) =>
   })
 
 export const connectAndFetch = (backend: BackendConfig, onListChanged: () => void) =>
-  Effect.flatMap(connectBackend(backend, onListChanged), (client) =>
+  Effect.flatMap(connectBackend(backend, onListChanged), ({ client, channel }) =>
     fetchCatalog(backend, client).pipe(
-      Effect.map((catalog) => ({ client, catalog })),
+      Effect.map((catalog) => ({ client, channel, catalog })),
       Effect.tapError(() => Effect.promise(() => client.close().catch(() => {})))
     )
   )

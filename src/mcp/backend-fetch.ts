@@ -13,6 +13,8 @@ import { Readable } from "node:stream"
  */
 export interface BackendFetch {
   readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>
+  /** The kept-alive connections, shared with the backend's call channel. */
+  readonly agents: { readonly http: HttpAgent; readonly https: HttpsAgent }
   /** Closes the kept-alive connections (the generation is closing). */
   readonly close: () => void
 }
@@ -85,6 +87,7 @@ export const makeBackendFetch = (): BackendFetch => {
     })
   return {
     fetch,
+    agents,
     close: () => {
       agents.http.destroy()
       agents.https.destroy()

@@ -1,6 +1,7 @@
-import { type AuthProvider, discoverAuthorizationServerMetadata } from "@modelcontextprotocol/client"
+import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/client"
 import { Redacted, Schema } from "effect"
 import type { BackendConfig } from "../config/schema.js"
+import type { TokenSource } from "./backend-auth.js"
 
 type OAuthSettings = NonNullable<BackendConfig["oauth"]>
 
@@ -21,7 +22,7 @@ const refreshMarginMs = (lifetimeMs: number) => Math.min(60_000, lifetimeMs / 10
  * comes from the issuer's metadata (RFC 8414, OIDC discovery as fallback; the metadata's issuer must
  * echo ours). A token is reused until shortly before it expires; concurrent callers share one fetch.
  */
-export const clientCredentials = (oauth: OAuthSettings, now: () => number = Date.now): AuthProvider => {
+export const clientCredentials = (oauth: OAuthSettings, now: () => number = Date.now): TokenSource => {
   let cached: { readonly token: string; readonly refreshAt: number } | undefined
   let inFlight: Promise<string> | undefined
 
@@ -62,7 +63,7 @@ export const clientCredentials = (oauth: OAuthSettings, now: () => number = Date
       })
       return inFlight
     },
-    onUnauthorized: async () => {
+    invalidate: () => {
       cached = undefined
     }
   }

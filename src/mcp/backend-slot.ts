@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/client"
 import type { BackendConfig } from "../config/schema.js"
+import type { BackendChannel } from "./backend-channel.js"
 import type { BackendCatalog } from "./catalog.js"
 
 /**
@@ -11,6 +12,8 @@ export interface BackendSlot {
   readonly identity: string
   status: "connecting" | "ready" | "unavailable"
   client: Client | undefined
+  /** Set with `client`: how forwarded calls reach the backend. */
+  channel: BackendChannel | undefined
   catalog: BackendCatalog | undefined
   /** The catalog came from the previous generation (Versioning 8); never counts as ready. */
   inherited: boolean

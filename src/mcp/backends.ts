@@ -1,6 +1,6 @@
 import { Context, Duration, Effect, Either, Layer, Queue } from "effect"
 import { Config } from "../config/service.js"
-import { type BackendUnreachable, connectAndFetch, fetchCatalog } from "./backend-connection.js"
+import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./backend-connection.js"
 import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./backend-slot.js"
 import type { BackendCatalog } from "./catalog.js"
 import { catalogIdentity } from "./catalog-identity.js"
@@ -46,6 +46,7 @@ export const BackendsLive = Layer.scoped(
       identity: catalogIdentity(backend),
       status: "connecting",
       client: undefined,
+      channel: undefined,
       catalog: undefined,
       inherited: false
     }))
@@ -66,6 +67,7 @@ export const BackendsLive = Layer.scoped(
       Effect.gen(function* () {
         const client = slot.client
         slot.client = undefined
+        slot.channel = undefined
         slot.status = "unavailable"
         if (client !== undefined) yield* Effect.promise(() => client.close().catch(() => {}))
         yield* Effect.logWarning("backend unavailable").pipe(Effect.annotateLogs({ backend: slot.config.id, reason }))
@@ -73,11 +75,12 @@ export const BackendsLive = Layer.scoped(
 
     const attach = (
       slot: BackendSlot,
-      result: Either.Either<{ client: BackendSlot["client"] & {}; catalog: BackendCatalog }, BackendUnreachable>
+      result: Either.Either<BackendConnection & { readonly catalog: BackendCatalog }, BackendUnreachable>
     ) => {
       if (Either.isRight(result)) {
         Object.assign(slot, {
           client: result.right.client,
+          channel: result.right.channel,
           catalog: result.right.catalog,
           inherited: false,
           status: "ready"
@@ -129,20 +132,18 @@ export const BackendsLive = Layer.scoped(
           const reason = yield* Queue.take(wake).pipe(
             Effect.timeoutTo({ duration: refreshEvery, onTimeout: () => "interval" as const, onSuccess: (why) => why })
           )
-          const client = slot.client
-          const check: Effect.Effect<unknown, unknown> =
-            reason === "failed"
-              ? Effect.tryPromise(() => client.ping({ timeout: Duration.toMillis(slot.config.timeouts.connect) }))
-              : fetchCatalog(slot.config, client).pipe(
-                  Effect.tap((catalog) =>
-                    Effect.sync(() => {
-                      slot.catalog = catalog
-                      publish()
-                    })
-                  )
-                )
+          // A refetch is also the probe after a failed call: `ping` is not in the 2026-07-28 revision,
+          // and a backend that answers its lists is one worth keeping.
+          const check = fetchCatalog(slot.config, slot.client).pipe(
+            Effect.tap((catalog) =>
+              Effect.sync(() => {
+                slot.catalog = catalog
+                publish()
+              })
+            )
+          )
           const outcome = yield* Effect.either(check)
-          if (Either.isLeft(outcome)) yield* disconnect(slot, String(outcome.left))
+          if (Either.isLeft(outcome)) yield* disconnect(slot, `${reason}: ${outcome.left.reason}`)
         }
       })
     yield* Effect.forEach(slots, (slot, at) => Effect.forkScoped(worker(slot, at)), { discard: true })

@@ -14,6 +14,8 @@ export interface Entry<T> {
 
 export interface ExposedTool extends Entry<Tool> {
   readonly write: boolean
+  /** Its input schema declares `Mcp-Param-*` headers (SEP-2243), which the MCP SDK's client builds. */
+  readonly paramHeaders: boolean
 }
 
 /**
@@ -58,12 +60,14 @@ export const buildIndex = (sources: ReadonlyArray<CatalogSource>): CatalogIndex 
       const decision = publication(tool.name)
       const key = exposeName(config.id, tool.name)
       if (!decision.published || key === undefined) continue
+      const item = { ...withoutReservedMeta(tool), name: key }
       tools.push({
         key,
         backend,
         original: tool.name,
         write: decision.write,
-        item: { ...withoutReservedMeta(tool), name: key }
+        paramHeaders: declaredParamHeaders(item).length > 0,
+        item
       })
     }
     for (const prompt of catalog.prompts) {

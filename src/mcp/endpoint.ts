@@ -13,7 +13,11 @@ import { makeServerFactory, type RequestGrant } from "./server-factory.js"
  */
 export class McpEndpoint extends Context.Tag("gateway/McpEndpoint")<
   McpEndpoint,
-  { readonly serve: (request: Request, parsedBody: unknown, grant: RequestGrant) => Promise<Response> }
+  {
+    readonly serve: (request: Request, parsedBody: unknown, grant: RequestGrant) => Promise<Response>
+    /** Calls in flight on either path, so a `notifications/cancelled` finds the call it names. */
+    readonly inFlight: InFlightCalls
+  }
 >() {}
 
 export const McpEndpointLive = Layer.scoped(
@@ -24,6 +28,7 @@ export const McpEndpointLive = Layer.scoped(
     const filter = yield* CatalogFilter
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const grants = new WeakMap<AuthInfo, RequestGrant>()
+    const inFlight = new InFlightCalls()
     const factory = makeServerFactory({
       slots: backends.slots,
       index: backends.index,
@@ -31,7 +36,7 @@ export const McpEndpointLive = Layer.scoped(
       reportFailure: backends.reportFailure,
       pageSize: config.catalog.page_size,
       grants,
-      inFlight: new InFlightCalls()
+      inFlight
     })
     const handler = createMcpHandler(factory, {
       // Rejections are answered to the client already; the log line helps whoever debugs the client.
@@ -44,6 +49,7 @@ export const McpEndpointLive = Layer.scoped(
       handler.notify.resourcesChanged()
     })
     return {
+      inFlight,
       serve: (request, parsedBody, grant) => {
         // The token itself stays out: handlers get the caller through the grant, never the credential.
         const authInfo: AuthInfo = {

@@ -1,10 +1,16 @@
-import type { Client, RequestOptions } from "@modelcontextprotocol/client"
+import { type Client, type RequestOptions, SdkError, SdkErrorCode } from "@modelcontextprotocol/client"
 import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server"
 import { Duration } from "effect"
 import type { BackendSlot } from "./backend-slot.js"
 
 /** JSON-RPC code for a call cut off by its deadline (the value MCP SDKs have used for request timeouts). */
 export const requestTimeoutCode = -32001
+
+/** The answers every forwarded request shares when the backend does not give one. */
+export const backendUnavailable = (id: string) => `Backend "${id}" is unavailable.`
+export const backendTimedOut = (id: string) => `Backend "${id}" did not answer in time; the call was cancelled.`
+export const backendFailed = (id: string) => `Backend "${id}" failed to answer.`
+export const inputNotRelayed = (id: string) => `Backend "${id}" asked for more input, which the gateway does not relay.`
 
 export interface ForwardTarget {
   readonly slot: BackendSlot
@@ -34,7 +40,7 @@ export const forward = async <T>(
   const { slot } = target
   const client = slot.client
   if (client === undefined) {
-    throw new ProtocolError(ProtocolErrorCode.InternalError, `Backend "${slot.config.id}" is unavailable.`)
+    throw new ProtocolError(ProtocolErrorCode.InternalError, backendUnavailable(slot.config.id))
   }
   const timeout = Math.min(target.deadline - Date.now(), Duration.toMillis(slot.config.timeouts.call))
   const progressToken = ctx.mcpReq._meta?.progressToken
@@ -57,13 +63,13 @@ export const forward = async <T>(
   } catch (error) {
     if (signal.aborted) throw error
     if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
+    if (error instanceof SdkError && error.code === SdkErrorCode.UnsupportedResultType) {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, inputNotRelayed(slot.config.id))
+    }
     if (isTimeout(error)) {
-      throw new ProtocolError(
-        requestTimeoutCode,
-        `Backend "${slot.config.id}" did not answer in time; the call was cancelled.`
-      )
+      throw new ProtocolError(requestTimeoutCode, backendTimedOut(slot.config.id))
     }
     target.reportFailure()
-    throw new ProtocolError(ProtocolErrorCode.InternalError, `Backend "${slot.config.id}" failed to answer.`)
+    throw new ProtocolError(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
   }
 }

@@ -8,9 +8,16 @@ import type { Caller } from "../auth/caller.js"
  */
 export class InFlightCalls {
   private readonly calls = new Map<string, AbortController>()
+  // A verified token's Caller is one object for as long as the token is cached, so its part of the key is built once.
+  private readonly prefixes = new WeakMap<Caller, string>()
 
-  private static key(caller: Caller, requestId: string | number): string {
-    return JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? "", requestId])
+  private key(caller: Caller, requestId: string | number): string {
+    let prefix = this.prefixes.get(caller)
+    if (prefix === undefined) {
+      prefix = JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? ""])
+      this.prefixes.set(caller, prefix)
+    }
+    return prefix + JSON.stringify(requestId)
   }
 
   /** Runs `work` with a signal that fires on `parent` or on a matching cancellation. */
@@ -20,7 +27,7 @@ export class InFlightCalls {
     parent: AbortSignal,
     work: (signal: AbortSignal) => Promise<T>
   ) {
-    const key = InFlightCalls.key(caller, requestId)
+    const key = this.key(caller, requestId)
     const controller = new AbortController()
     // A listener, not `AbortSignal.any`: on Node 20 that costs several times more per call and keeps
     // weak references for the garbage collector to clean up.
@@ -38,6 +45,6 @@ export class InFlightCalls {
 
   cancel(caller: Caller, requestId: string | number | undefined): void {
     if (requestId === undefined) return
-    this.calls.get(InFlightCalls.key(caller, requestId))?.abort()
+    this.calls.get(this.key(caller, requestId))?.abort()
   }
 }

@@ -1,4 +1,11 @@
 import type { GatewayConfig } from "../config/schema.js"
+import { HttpError } from "../http/error-body.js"
+
+export const originRefused = new HttpError({
+  status: 403,
+  code: "origin_not_allowed",
+  description: "Requests from this Origin are not accepted (allowed_origins)."
+})
 
 /**
  * Origin rules of /mcp (DNS-rebinding protection and CORS). A request without `Origin` is not from a

@@ -1,6 +1,4 @@
-import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect } from "effect"
+import type { IncomingMessage } from "node:http"
 import { HttpError } from "../http/error-body.js"
 
 /**
@@ -29,21 +27,17 @@ const unreadable = new HttpError({
   description: "The request body could not be read."
 })
 
-/**
- * The body as text, at most `maxMcpBody` bytes. Read from the Node request directly: the platform's
- * stream-based reader costs more per request than everything else the route does before the SDK
- * (docs/benchmarks.md), and an /mcp body is one small JSON document read in one go anyway.
- */
-export const readBody = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.async<string, HttpError>((resume) => {
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return resume(Effect.fail(tooLarge))
+/** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. */
+export const readBody = (incoming: IncomingMessage): Promise<string> =>
+  new Promise((resolve, reject) => {
+    if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return reject(tooLarge)
     const chunks: Array<Buffer> = []
     let size = 0
     const stop = () => {
       incoming.off("data", onData)
       incoming.off("end", onEnd)
       incoming.off("error", onError)
+      incoming.off("close", onClose)
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length
@@ -52,28 +46,38 @@ export const readBody = (request: HttpServerRequest.HttpServerRequest) =>
         return
       }
       stop()
-      resume(Effect.fail(tooLarge))
+      reject(tooLarge)
     }
     const onEnd = () => {
       stop()
-      resume(Effect.succeed(Buffer.concat(chunks, size).toString("utf8")))
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"))
     }
     const onError = () => {
       stop()
-      resume(Effect.fail(unreadable))
+      reject(unreadable)
+    }
+    // The client went away before the body was complete.
+    const onClose = () => {
+      if (incoming.complete) return
+      stop()
+      reject(unreadable)
     }
     incoming.on("data", onData)
     incoming.on("end", onEnd)
     incoming.on("error", onError)
-    return Effect.sync(stop)
+    incoming.on("close", onClose)
   })
 
-export const jsonRpcError = (status: number, code: number, message: string) =>
-  HttpServerResponse.unsafeJson({ jsonrpc: "2.0", id: null, error: { code, message } }, { status })
+/** A JSON-RPC error that answers the request as a whole (no id could be read). */
+export interface Rejection {
+  readonly status: number
+  readonly code: number
+  readonly message: string
+}
 
 export type ParsedMessage =
   | { readonly _tag: "Message"; readonly message: unknown }
-  | { readonly _tag: "Rejected"; readonly response: HttpServerResponse.HttpServerResponse }
+  | { readonly _tag: "Rejected"; readonly rejection: Rejection }
 
 /** One JSON-RPC message; batches are refused (removed from MCP in 2025-06-18, and each call needs its own deadline). */
 export const parseMessage = (text: string): ParsedMessage => {
@@ -81,16 +85,19 @@ export const parseMessage = (text: string): ParsedMessage => {
   try {
     message = JSON.parse(text)
   } catch {
-    return { _tag: "Rejected", response: jsonRpcError(400, -32700, "Parse error: the body is not valid JSON") }
+    return {
+      _tag: "Rejected",
+      rejection: { status: 400, code: -32700, message: "Parse error: the body is not valid JSON" }
+    }
   }
   if (Array.isArray(message)) {
     return {
       _tag: "Rejected",
-      response: jsonRpcError(
-        400,
-        -32600,
-        "Invalid Request: JSON-RPC batches are not supported; send one message per request"
-      )
+      rejection: {
+        status: 400,
+        code: -32600,
+        message: "Invalid Request: JSON-RPC batches are not supported; send one message per request"
+      }
     }
   }
   return { _tag: "Message", message }

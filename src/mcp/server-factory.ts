@@ -9,7 +9,7 @@ import {
   type ServerContext
 } from "@modelcontextprotocol/server"
 import type { Caller } from "../auth/caller.js"
-import { version } from "../cli/run.js"
+import { version } from "../version.js"
 import type { BackendSlot } from "./backend-slot.js"
 import { withoutReservedMeta } from "./catalog.js"
 import type { CatalogIndex } from "./catalog-index.js"

@@ -10,6 +10,7 @@ import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/backends.j
 import type { BackendCatalog } from "../mcp/catalog.js"
 import { type CatalogFilter, ScopeCatalogFilter } from "../mcp/catalog-filter.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/endpoint.js"
+import { type McpPost, McpPostLive } from "../mcp/post.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
@@ -29,6 +30,7 @@ export type GenerationServices =
   | Backends
   | CatalogFilter
   | McpEndpoint
+  | McpPost
 
 /**
  * The reloadable part: rebuilt from each validated configuration. `previous` is the catalogs of the
@@ -42,5 +44,6 @@ export const generationLayer = (
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
   const core = Layer.mergeAll(BearerVerifierLive, backends, ScopeCatalogFilter)
-  return Layer.mergeAll(McpEndpointLive, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
+  const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive))
+  return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
 }

@@ -8,6 +8,7 @@ import { runInGeneration, withRequestContext } from "../http/middleware.js"
 import { routes } from "../http/routes.js"
 import { Backends } from "../mcp/backends.js"
 import type { BackendCatalog } from "../mcp/catalog.js"
+import { McpPost } from "../mcp/post.js"
 import { mcpRoutes } from "../mcp/route.js"
 import { type BaseServices, type GenerationServices, generationLayer } from "./generation-layer.js"
 
@@ -67,9 +68,16 @@ export const buildGeneration = (
         Effect.withTracerEnabled(false),
         Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
       )
-      return { handler, backends: Context.get(context, Backends) }
+      return { handler, backends: Context.get(context, Backends), mcpPost: Context.get(context, McpPost).handle }
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
     const inFlight = new Set<ServerResponse>()
+    const mcpPath = new URL(loaded.config.server.public_url).pathname
+    // POST /mcp bypasses the Effect router: it is the hot path (src/mcp/post.ts).
+    const isMcpPost = (request: IncomingMessage) => {
+      if (request.method !== "POST") return false
+      const url = request.url ?? ""
+      return url === mcpPath || (url.startsWith(mcpPath) && url.charCodeAt(mcpPath.length) === 63) // "?"
+    }
     return {
       id,
       loaded,
@@ -77,7 +85,8 @@ export const buildGeneration = (
       handle: (request: IncomingMessage, response: ServerResponse) => {
         inFlight.add(response)
         response.once("close", () => inFlight.delete(response))
-        built.handler(request, response)
+        if (isMcpPost(request)) built.mcpPost(request, response)
+        else built.handler(request, response)
       },
       catalogs: () => built.backends.inheritable(),
       close: Scope.close(scope, Exit.void)

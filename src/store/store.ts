@@ -1,8 +1,9 @@
 import { Context, Data } from "effect"
+import { version } from "../version.js"
 
 /** Spec Versioning 1 and 3: a fresh 2.4.0 deployment uses schema version 10, with no migration path. */
 export const SCHEMA_VERSION = 10
-export const PRODUCT_VERSION = "2.4.0"
+export const PRODUCT_VERSION = version
 
 export type StoreKind = "sqlite" | "postgres"
 

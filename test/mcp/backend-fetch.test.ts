@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeBackendFetch } from "../../src/mcp/backend-fetch.js"
-import { sdkRequestHeaders } from "../../src/mcp/route.js"
+import { sdkRequestHeaders } from "../../src/mcp/post.js"
 
 let server: Server
 let base: string

@@ -120,28 +120,35 @@ describe("calls through the gateway", () => {
     await (await call).text()
   })
 
-  it("request_timeout ends the call with a JSON-RPC timeout error and cancels the backend call", async () => {
-    const client = await connectClient(strict.mcpUrl, await strict.token(), "legacy")
-    const before = alpha.aborted.length
-    const started = Date.now()
-    const error = await errorOf(client.callTool({ name: "alpha__slow", arguments: { ms: 10_000 } }))
-    expect(Date.now() - started).toBeLessThan(3_000)
-    expect(error?.code).toBe(-32001)
-    await expect.poll(() => alpha.aborted.length, { timeout: 5_000 }).toBeGreaterThan(before)
-    await client.close()
-  })
+  // A 2026-07-28 client's call takes the gateway's direct path, a 2025-era one the SDK's (docs/mcp.md).
+  it.each(["modern", "legacy"] as const)(
+    "request_timeout ends a %s client's call with a JSON-RPC timeout error and cancels the backend call",
+    async (era) => {
+      const client = await connectClient(strict.mcpUrl, await strict.token(), era)
+      const before = alpha.aborted.length
+      const started = Date.now()
+      const error = await errorOf(client.callTool({ name: "alpha__slow", arguments: { ms: 10_000 } }))
+      expect(Date.now() - started).toBeLessThan(3_000)
+      expect(error?.code).toBe(-32001)
+      await expect.poll(() => alpha.aborted.length, { timeout: 5_000 }).toBeGreaterThan(before)
+      await client.close()
+    }
+  )
 
-  it("a hanging backend hits its timeouts.call; garbage is an internal error; the gateway keeps serving", async () => {
-    const client = await connectClient(gateway.mcpUrl, await gateway.token())
-    const hanging = await errorOf(client.callTool({ name: "broken__slow", arguments: { ms: 10_000 } }))
-    expect(hanging?.code).toBe(-32001)
-    const bad = await errorOf(client.callTool({ name: "broken__search", arguments: { q: "x" } }))
-    expect(bad?.code).toBe(-32603)
-    expect(bad?.message).not.toContain("this is not json")
-    const fine = await client.callTool({ name: "alpha__echo", arguments: { message: "still here" } })
-    expect(fine.content).toEqual([{ type: "text", text: "still here" }])
-    await client.close()
-  })
+  it.each(["modern", "legacy"] as const)(
+    "a hanging backend hits its timeouts.call; garbage is an internal error; the gateway keeps serving (%s client)",
+    async (era) => {
+      const client = await connectClient(gateway.mcpUrl, await gateway.token(), era)
+      const hanging = await errorOf(client.callTool({ name: "broken__slow", arguments: { ms: 10_000 } }))
+      expect(hanging?.code).toBe(-32001)
+      const bad = await errorOf(client.callTool({ name: "broken__search", arguments: { q: "x" } }))
+      expect(bad?.code).toBe(-32603)
+      expect(bad?.message).not.toContain("this is not json")
+      const fine = await client.callTool({ name: "alpha__echo", arguments: { message: "still here" } })
+      expect(fine.content).toEqual([{ type: "text", text: "still here" }])
+      await client.close()
+    }
+  )
 
   it("backends receive their configured credentials and headers, never the caller's token", async () => {
     const token = await gateway.token()

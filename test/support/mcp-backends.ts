@@ -9,6 +9,8 @@ import { type LoopbackServer, serveLoopback } from "./mcp-http.js"
 export interface TestBackend extends LoopbackServer {
   /** Tool calls whose handler saw its abort signal fire (the gateway cancelled them). */
   readonly aborted: Array<string>
+  /** Announces a changed tool list to subscribed clients (2026-07-28 `subscriptions/listen`); SDK backends only. */
+  readonly toolsChanged: () => void
 }
 
 type Era = "both" | "modern-only"
@@ -43,7 +45,7 @@ export const startBackend = async (
     }
     return handler.fetch(request)
   }, options.port)
-  return Object.assign(loopback, { aborted })
+  return Object.assign(loopback, { aborted, toolsChanged: () => handler.notify.toolsChanged() })
 }
 
 const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] })
@@ -147,5 +149,6 @@ export const startLegacyBackend = async (name: string): Promise<TestBackend> => 
     await transport.handleRequest(raw, res, body)
     return undefined
   })
-  return Object.assign(loopback, { aborted })
+  // The 1.x stateless server has no stream to announce changes on.
+  return Object.assign(loopback, { aborted, toolsChanged: () => {} })
 }

@@ -26,8 +26,11 @@ export interface TestGateway {
   readonly mcpUrl: string
   readonly loaded: () => LoadedConfig
   token(options?: TokenOptions): Promise<string>
-  /** Builds a generation from `patch` and swaps it in, like SIGHUP; rejects (old one keeps serving) on failure. */
-  reload(patch: Record<string, unknown>): Promise<void>
+  /**
+   * Builds a generation from `patch` and swaps it in, like SIGHUP; rejects (old one keeps serving) on
+   * failure. The old generation drains for `drainMs` (default 10 s) before it is closed.
+   */
+  reload(patch: Record<string, unknown>, drainMs?: number): Promise<void>
   close(): Promise<void>
 }
 
@@ -85,7 +88,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     mcpUrl: loaded.config.server.public_url,
     loaded: () => loaded,
     token: (tokenOptions) => mintAccessToken(signer, loaded.config, tokenOptions),
-    reload: async (patch) => {
+    reload: async (patch, drainMs = 10_000) => {
       const candidateConfig = load(patch)
       const candidate = await Effect.runPromise(
         buildGeneration(next++, candidateConfig, base, undefined, current.catalogs())
@@ -95,7 +98,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
       loaded = candidateConfig
       listener.activate(candidate)
       // Like the supervisor: the old generation drains before its backends close.
-      void Effect.runPromise(waitIdle(old, Duration.seconds(10)).pipe(Effect.zipRight(closeGeneration(old))))
+      void Effect.runPromise(waitIdle(old, Duration.millis(drainMs)).pipe(Effect.zipRight(closeGeneration(old))))
     },
     close: async () => {
       listener.stopAccepting()

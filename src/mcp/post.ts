@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto"
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
+import { isJsonContentType } from "@modelcontextprotocol/server"
+import { Cause, Context, Duration, Effect, type Exit, Layer, LogLevel, Option, Runtime } from "effect"
+import { BearerVerifier } from "../auth/bearer.js"
+import { insufficientScope } from "../auth/bearer-challenge.js"
+import type { Caller } from "../auth/caller.js"
+import { metadataUrl } from "../auth/resource-metadata.js"
+import { formatDuration } from "../config/duration.js"
+import { Config } from "../config/service.js"
+import { HttpError } from "../http/error-body.js"
+import { Backends } from "./backends.js"
+import { CatalogFilter, missingScopes } from "./catalog-filter.js"
+import { McpEndpoint } from "./endpoint.js"
+import { corsHeaders, originAllowed, originRefused } from "./origin.js"
+import { Reply } from "./reply.js"
+import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
+import { directToolCall, serveDirectCall } from "./tool-call.js"
+import { directToolList, ToolPages } from "./tool-list.js"
+
+/**
+ * `POST /mcp`, the data plane's hot path, as a plain Node handler that the generation calls directly
+ * (docs/decisions.md, "/mcp outside the Effect router"). The Effect HTTP pipeline cost more CPU per
+ * request than a whole forwarded call may (docs/benchmarks.md); this handler keeps what that pipeline
+ * gave — request id, access log, the one error body, `request_timeout`, cancellation when the client
+ * disconnects or the generation closes — and uses the generation's services (verifier, backends,
+ * catalog filter, the SDK endpoint) as they are.
+ */
+export class McpPost extends Context.Tag("gateway/McpPost")<
+  McpPost,
+  { readonly handle: (request: IncomingMessage, response: ServerResponse) => void }
+>() {}
+
+// The handler's own deadline ends this much before request_timeout, so the caller gets the JSON-RPC
+// timeout error (and the backend its cancellation) rather than the generic 504 of the HTTP layer.
+const deadlineMargin = 25
+
+const closing = new HttpError({
+  status: 503,
+  code: "unavailable",
+  description: "The request was cancelled because the gateway is reloading or stopping."
+})
+
+const internal = new HttpError({
+  status: 500,
+  code: "internal_error",
+  description: "The gateway failed to handle this request."
+})
+
+/** Why a request's controller aborted: the reason is the answer, when headers are not out yet. */
+const disconnected = Symbol("disconnected")
+
+// Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
+const withheldHeaders = new Set(["authorization", "cookie"])
+
+/** The request headers handed to the SDK: all but the credentials. */
+export const sdkRequestHeaders = (headers: IncomingHttpHeaders): Headers => {
+  const result = new Headers()
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined || withheldHeaders.has(name)) continue
+    result.set(name, Array.isArray(value) ? value.join(", ") : value)
+  }
+  return result
+}
+
+const acceptsStream = (accept: string | undefined) => accept?.includes("text/event-stream") === true
+
+export const McpPostLive = Layer.scoped(
+  McpPost,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const verifier = yield* BearerVerifier
+    const backends = yield* Backends
+    const filter = yield* CatalogFilter
+    const endpoint = yield* McpEndpoint
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const accessLog = config.log_level === "debug"
+    const challengeUrl = metadataUrl(config.server.public_url)
+    const requestTimeoutMs = Duration.toMillis(config.request_timeout)
+    const toolPages = new ToolPages(config.catalog.page_size)
+    const timedOut = new HttpError({
+      status: 504,
+      code: "request_timeout",
+      description: `The request did not complete within request_timeout (${formatDuration(config.request_timeout)}).`
+    })
+
+    // Requests of this generation in progress: closing the generation cancels them (design: "closing
+    // the scope cancels request work"); those not yet answered get 503.
+    const active = new Set<AbortController>()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const controller of active) controller.abort(closing)
+      })
+    )
+
+    /** Runs the verifier; synchronously when it needs no I/O (a cached token), which is the common case. */
+    const verify = (authorization: string | undefined): Promise<Caller> => {
+      const fiber = runFork(verifier.verify(authorization))
+      const done = fiber.unsafePoll()
+      const settle = (exit: Exit.Exit<Caller, HttpError>) => {
+        if (exit._tag === "Success") return exit.value
+        const failure = Cause.failureOption(exit.cause)
+        throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+      }
+      if (done !== null) {
+        try {
+          return Promise.resolve(settle(done))
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      }
+      return new Promise((resolve, reject) =>
+        fiber.addObserver((exit) => {
+          try {
+            resolve(settle(exit))
+          } catch (error) {
+            reject(error)
+          }
+        })
+      )
+    }
+
+    const serve = async (request: IncomingMessage, reply: Reply, signal: AbortSignal, started: number) => {
+      if (!originAllowed(request.headers.origin, config)) throw originRefused
+      const caller = await verify(request.headers.authorization)
+      const lacking = missingScopes(caller, config.backends)
+      if (lacking !== undefined) throw insufficientScope(challengeUrl, lacking)
+      if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
+      const parsed = parseMessage(await readBody(request))
+      if (parsed._tag === "Rejected") {
+        const { status, code, message } = parsed.rejection
+        return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
+      }
+      const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
+      const list = directToolList(parsed.message, request.headers)
+      if (list !== undefined) {
+        const visible = filter.visibleBackends(caller, config.backends)
+        const result = toolPages.result(backends.index(), visible, list.cursor)
+        if (result !== undefined) return reply.result(list.id, result)
+      }
+      const direct = directToolCall(parsed.message, request.headers)
+      if (direct !== undefined) {
+        const tool = backends.index().toolByName.get(direct.name)
+        const visible = tool !== undefined && filter.visibleBackends(caller, config.backends)[tool.backend] === true
+        if (tool !== undefined && visible && !tool.paramHeaders) {
+          const context = {
+            slot: backends.slots[tool.backend]!,
+            tool,
+            caller,
+            inFlight: endpoint.inFlight,
+            reportFailure: () => backends.reportFailure(tool.backend),
+            signal,
+            deadline
+          }
+          return serveDirectCall(direct, context, reply)
+        }
+      }
+      const response = await endpoint.serve(
+        new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
+        parsed.message,
+        { caller, deadline }
+      )
+      return reply.web(response)
+    }
+
+    const log = (level: LogLevel.LogLevel, message: string, annotations: Record<string, unknown>, cause?: unknown) =>
+      runFork(
+        (cause === undefined
+          ? Effect.logWithLevel(level, message)
+          : Effect.logWithLevel(level, message, Cause.die(cause))
+        ).pipe(Effect.annotateLogs(annotations))
+      )
+
+    const handle = (request: IncomingMessage, response: ServerResponse) => {
+      const started = performance.now()
+      const startedAt = Date.now()
+      const requestId = randomUUID()
+      const origin = request.headers.origin
+      const reply = new Reply(
+        response,
+        requestId,
+        { ...corsHeaders(originAllowed(origin, config) ? origin : undefined), "x-request-id": requestId },
+        acceptsStream(request.headers.accept)
+      )
+      const controller = new AbortController()
+      active.add(controller)
+      const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
+      response.once("close", () => {
+        clearTimeout(timer)
+        active.delete(controller)
+        if (!response.writableFinished) controller.abort(disconnected)
+        const status = response.statusCode
+        if (accessLog || status >= 500) {
+          const ms = Math.round((performance.now() - started) * 1000) / 1000
+          const path = (request.url ?? "").split("?", 1)[0]
+          log(status >= 500 ? LogLevel.Error : LogLevel.Debug, "request", {
+            request_id: requestId,
+            method: "POST",
+            path,
+            status,
+            ms
+          })
+        }
+      })
+      // A cancelled request is answered with the reason it was cancelled for, if it can still be answered.
+      controller.signal.addEventListener("abort", () => {
+        const reason: unknown = controller.signal.reason
+        if (reason instanceof HttpError && !reply.sent) reply.error(reason)
+        else reply.end()
+      })
+      serve(request, reply, controller.signal, startedAt).then(
+        () => {
+          if (controller.signal.aborted) reply.end()
+        },
+        (error: unknown) => {
+          if (error instanceof HttpError) return reply.error(error)
+          log(LogLevel.Error, "unhandled failure", { request_id: requestId }, error)
+          if (!reply.sent) reply.error(internal)
+          else response.destroy()
+        }
+      )
+    }
+    return { handle }
+  })
+)

@@ -1,0 +1,68 @@
+import type { IncomingHttpHeaders } from "node:http"
+import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
+import { version } from "../version.js"
+import type { CatalogIndex } from "./catalog-index.js"
+import { directRequest } from "./direct.js"
+import { pageOf } from "./pagination.js"
+
+/** A `tools/list` the gateway answers itself (see direct.ts for which requests qualify). */
+export interface DirectList {
+  readonly id: string | number
+  readonly cursor: string | undefined
+}
+
+const listParams: ReadonlySet<string> = new Set(["cursor"])
+
+export const directToolList = (message: unknown, headers: IncomingHttpHeaders): DirectList | undefined => {
+  const request = directRequest(message, headers, "tools/list", listParams, () => undefined)
+  const cursor = request?.params["cursor"]
+  if (request === undefined || (cursor !== undefined && typeof cursor !== "string")) return undefined
+  return { id: request.id, cursor }
+}
+
+/** Serialized pages are kept up to this many characters per generation; past it, pages are built per request. */
+const maxCachedChars = 16 * 1024 * 1024
+
+// The cache hints the SDK stamps on a 2026-07-28 list result when the server sets none.
+const resultTail = `"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":${JSON.stringify({
+  [SERVER_INFO_META_KEY]: { name: "gateway", version }
+})}`
+
+/**
+ * `tools/list` result documents, serialized once per catalog index, caller visibility (which backends
+ * the caller's scopes open) and cursor: a catalog of thousands of tools is otherwise re-serialized
+ * (and, through the SDK, re-validated) on every page of every client's listing. A rebuilt index starts
+ * a new cache, so a cached page never outlives the catalog it was cut from.
+ */
+export class ToolPages {
+  private index: CatalogIndex | undefined
+  private pages = new Map<string, string>()
+  private chars = 0
+
+  constructor(private readonly pageSize: number) {}
+
+  /** The JSON of the result, or undefined for a cursor the SDK must answer (it is not one of ours). */
+  result(index: CatalogIndex, visible: ReadonlyArray<boolean>, cursor: string | undefined): string | undefined {
+    if (index !== this.index) {
+      this.index = index
+      this.pages = new Map()
+      this.chars = 0
+    }
+    const key = `${visible.map((open) => (open ? "1" : "0")).join("")}|${cursor ?? ""}`
+    const cached = this.pages.get(key)
+    if (cached !== undefined) return cached
+    let page: ReturnType<typeof pageOf>
+    try {
+      page = pageOf(index.tools, visible, cursor, this.pageSize, (entry) => entry.item)
+    } catch {
+      return undefined
+    }
+    const next = page.nextCursor === undefined ? "" : `"nextCursor":${JSON.stringify(page.nextCursor)},`
+    const result = `{"tools":${JSON.stringify(page.items)},${next}${resultTail}}`
+    if (this.chars + result.length <= maxCachedChars) {
+      this.pages.set(key, result)
+      this.chars += result.length
+    }
+    return result
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The direct path of /mcp (docs/mcp.md, "How a request travels"; spec: What the service does 2,
+ * Endpoints → /mcp): well-formed 2026-07-28 `tools/call` and `tools/list` requests are answered by the
+ * gateway itself, everything else by the MCP SDK's handler. These tests prove which path a request
+ * takes (the backend sees the channel's `gw-` request ids, or the SDK client's numeric ones), that both
+ * paths answer alike, and that nothing the SDK would refuse slips through the direct path.
+ */
+import type { McpServer } from "@modelcontextprotocol/server"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as z from "zod/v4"
+import { directToolCall } from "../../src/mcp/tool-call.js"
+import { directToolList } from "../../src/mcp/tool-list.js"
+import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
+import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
+import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
+
+const envelope = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {}
+}
+
+const call = (params: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id: 7,
+  method: "tools/call",
+  params: { ...params, _meta: { ...envelope, ...(params["_meta"] as object | undefined) } },
+  ...extra
+})
+
+const callHeaders = (name: string) => ({
+  "mcp-protocol-version": "2026-07-28",
+  "mcp-method": "tools/call",
+  "mcp-name": name
+})
+
+describe("which requests take the direct path", () => {
+  it("a well-formed 2026-07-28 tools/call does, with its id, arguments and progress token", () => {
+    const message = call({ name: "alpha__echo", arguments: { message: "hi" }, _meta: { progressToken: "p1" } })
+    expect(directToolCall(message, callHeaders("alpha__echo"))).toEqual({
+      id: 7,
+      name: "alpha__echo",
+      arguments: { message: "hi" },
+      progressToken: "p1"
+    })
+  })
+
+  const good = call({ name: "alpha__echo", arguments: {} })
+  const { _meta: _, ...withoutMeta } = good.params
+  it.each([
+    ["a 2025-era request (no envelope)", { ...good, params: withoutMeta }, callHeaders("alpha__echo")],
+    ["Mcp-Name that does not mirror the body", good, callHeaders("alpha__search")],
+    ["a missing Mcp-Method header", good, { "mcp-protocol-version": "2026-07-28", "mcp-name": "alpha__echo" }],
+    [
+      "a protocol-version header that disagrees",
+      good,
+      { ...callHeaders("alpha__echo"), "mcp-protocol-version": "2025-11-25" }
+    ],
+    [
+      "an unknown revision",
+      call({ name: "alpha__echo", _meta: { "io.modelcontextprotocol/protocolVersion": "2099-01-01" } }),
+      callHeaders("alpha__echo")
+    ],
+    [
+      "an envelope without client capabilities",
+      call({ name: "alpha__echo", _meta: { "io.modelcontextprotocol/clientCapabilities": "no" } }),
+      callHeaders("alpha__echo")
+    ],
+    [
+      "another reserved _meta key",
+      call({ name: "alpha__echo", _meta: { "io.modelcontextprotocol/logLevel": "debug" } }),
+      callHeaders("alpha__echo")
+    ],
+    ["a params key it does not know", call({ name: "alpha__echo", task: { ttl: 1 } }), callHeaders("alpha__echo")],
+    ["arguments that are not an object", call({ name: "alpha__echo", arguments: [1] }), callHeaders("alpha__echo")],
+    ["a name that needs the header's Base64 form", call({ name: "alpha__é" }), callHeaders("alpha__é")],
+    ["a fractional id", call({ name: "alpha__echo" }, { id: 1.5 }), callHeaders("alpha__echo")],
+    ["an extra top-level member", call({ name: "alpha__echo" }, { extra: true }), callHeaders("alpha__echo")],
+    ["a notification (no id)", { ...call({ name: "alpha__echo" }), id: undefined }, callHeaders("alpha__echo")]
+  ])("%s goes to the SDK's handler", (_, message, headers) => {
+    expect(directToolCall(JSON.parse(JSON.stringify(message)), headers)).toBeUndefined()
+  })
+
+  it("tools/list does only without Mcp-Name and with a string cursor", () => {
+    const list = (params: Record<string, unknown>) => ({
+      jsonrpc: "2.0",
+      id: "l",
+      method: "tools/list",
+      params: { ...params, _meta: envelope }
+    })
+    const headers = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" }
+    expect(directToolList(list({ cursor: "abc" }), headers)).toEqual({ id: "l", cursor: "abc" })
+    expect(directToolList(list({}), { ...headers, "mcp-name": "x" })).toBeUndefined()
+    expect(directToolList(list({ cursor: 5 }), headers)).toBeUndefined()
+  })
+})
+
+/** The backend answers `ask` with a 2026-07-28 multi-round-trip request for input. */
+const askForInput = (body: unknown) => {
+  const message = body as { id?: unknown; method?: string; params?: { name?: string } } | undefined
+  if (message?.method !== "tools/call" || message.params?.name !== "ask") return undefined
+  const result = {
+    resultType: "input_required",
+    inputRequests: { confirm: { method: "elicitation/create", params: {} } }
+  }
+  return new Response(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }), {
+    headers: { "content-type": "application/json" }
+  })
+}
+
+let alpha: TestBackend
+let regional: TestBackend
+let gateway: TestGateway
+let patch: Record<string, unknown>
+
+beforeAll(async () => {
+  alpha = await startBackend(
+    "alpha",
+    (server, aborted) => {
+      alphaTools(server, aborted)
+      server.registerTool("ask", { inputSchema: z.object({}) }, async () => ({ content: [] }))
+    },
+    { intercept: askForInput }
+  )
+  regional = await startBackend("regional", (server: McpServer) => {
+    server.registerTool(
+      "lookup",
+      { inputSchema: z.object({ region: z.string().meta({ "x-mcp-header": "Region" }), q: z.string() }) },
+      async ({ region, q }) => ({ content: [{ type: "text", text: `${region}:${q}` }] })
+    )
+  })
+  const backends = [alpha, regional].map((backend, at) => ({
+    id: at === 0 ? "alpha" : "regional",
+    url: backend.url,
+    allow_insecure_http: true,
+    tool_rules: [{ tools: ["*"] }]
+  }))
+  patch = { backends }
+  gateway = await startTestGateway({ patch })
+})
+afterAll(async () => {
+  await gateway?.close()
+  await alpha?.stop()
+  await regional?.stop()
+})
+
+const lastCallId = (backend: TestBackend) => {
+  const calls = backend.requests.map((request) => JSON.parse(request.body)).filter((m) => m.method === "tools/call")
+  return calls.at(-1)?.id
+}
+
+describe("the direct path through the gateway", () => {
+  it("a 2026-07-28 client's call goes over the channel; a 2025-era client's over the SDK; the answers agree", async () => {
+    const token = await gateway.token()
+    const modern = await connectClient(gateway.mcpUrl, token, "modern")
+    const legacy = await connectClient(gateway.mcpUrl, token, "legacy")
+    const direct = await modern.callTool({ name: "alpha__echo", arguments: { message: "same" } })
+    expect(lastCallId(alpha)).toMatch(/^gw-\d+$/)
+    const viaSdk = await legacy.callTool({ name: "alpha__echo", arguments: { message: "same" } })
+    expect(typeof lastCallId(alpha)).toBe("number")
+    expect(direct.content).toEqual(viaSdk.content)
+    await modern.close()
+    await legacy.close()
+  })
+
+  it("stamps the gateway's own identity and drops the backend's reserved _meta", async () => {
+    const response = await rawPost(
+      gateway.mcpUrl,
+      JSON.stringify(call({ name: "alpha__echo", arguments: { message: "m" } })),
+      { ...callHeaders("alpha__echo"), authorization: `Bearer ${await gateway.token()}` }
+    )
+    expect(response.status).toBe(200)
+    expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    const message = await jsonRpcOf(response)
+    expect(message).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      result: {
+        content: [{ type: "text", text: "m" }],
+        resultType: "complete",
+        _meta: { "io.modelcontextprotocol/serverInfo": { name: "gateway", version: expect.any(String) } }
+      }
+    })
+  })
+
+  it("a header that does not mirror the body is refused exactly as the SDK refuses it, and never reaches a backend", async () => {
+    const before = alpha.requests.length
+    const response = await rawPost(
+      gateway.mcpUrl,
+      JSON.stringify(call({ name: "alpha__echo", arguments: { message: "m" } })),
+      {
+        ...callHeaders("alpha__search"),
+        authorization: `Bearer ${await gateway.token()}`
+      }
+    )
+    expect(response.status).toBe(400)
+    expect(((await jsonRpcOf(response))["error"] as { code: number }).code).toBe(-32020)
+    expect(alpha.requests.length).toBe(before)
+  })
+
+  it("a tool that declares Mcp-Param headers is called through the SDK, which sends them to the backend", async () => {
+    const client = await connectClient(gateway.mcpUrl, await gateway.token())
+    const result = await client.callTool({ name: "regional__lookup", arguments: { region: "eu-west", q: "x" } })
+    expect(result.content).toEqual([{ type: "text", text: "eu-west:x" }])
+    const sent = regional.requests.findLast((request) => request.body.includes('"tools/call"'))
+    expect(sent?.headers["mcp-param-region"]).toBe("eu-west")
+    expect(typeof JSON.parse(sent!.body).id).toBe("number")
+    await client.close()
+  })
+
+  it("a call still running when its generation closes is answered 503 and cancelled at the backend", async () => {
+    const token = await gateway.token()
+    const before = alpha.aborted.length
+    const pending = rawPost(gateway.mcpUrl, JSON.stringify(call({ name: "alpha__slow", arguments: { ms: 10_000 } })), {
+      ...callHeaders("alpha__slow"),
+      authorization: `Bearer ${token}`
+    })
+    await expect.poll(() => lastCallId(alpha)).toMatch(/^gw-/)
+    await gateway.reload(patch, 100)
+    const response = await pending
+    expect(response.status).toBe(503)
+    expect(await response.json()).toMatchObject({ error: "unavailable" })
+    await expect.poll(() => alpha.aborted.length).toBeGreaterThan(before)
+  })
+
+  it.each(["modern", "legacy"] as const)(
+    "a backend asking for more input is refused alike on the %s client's path",
+    async (era) => {
+      const client = await connectClient(gateway.mcpUrl, await gateway.token(), era)
+      const error = await client.callTool({ name: "alpha__ask", arguments: {} }).then(
+        () => undefined,
+        (failure: Error & { code?: number }) => failure
+      )
+      expect(error?.code).toBe(-32603)
+      expect(error?.message).toContain('Backend "alpha" asked for more input, which the gateway does not relay.')
+      // Not a backend failure: the backend stays in service.
+      expect((await client.callTool({ name: "alpha__echo", arguments: { message: "ok" } })).content).toEqual([
+        { type: "text", text: "ok" }
+      ])
+      await client.close()
+    }
+  )
+
+  it("tools/list is answered from the cached page and agrees with the SDK's answer to a 2025-era client", async () => {
+    const token = await gateway.token()
+    const modern = await connectClient(gateway.mcpUrl, token, "modern")
+    const legacy = await connectClient(gateway.mcpUrl, token, "legacy")
+    const first = await modern.listTools()
+    const again = await modern.listTools()
+    const viaSdk = await legacy.listTools()
+    expect(again.tools).toEqual(first.tools)
+    expect(first.tools).toEqual(viaSdk.tools)
+    expect(first.tools.map((tool) => tool.name)).toContain("regional__lookup")
+    await modern.close()
+    await legacy.close()
+  })
+})
