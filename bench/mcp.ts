@@ -1,8 +1,15 @@
 import { availableParallelism } from "node:os"
-import { keepAliveAgent, modernRequest } from "./support/json-rpc.js"
+import { keepAliveAgent, legacyRequest, modernRequest } from "./support/json-rpc.js"
 import { backendUrl } from "./support/mcp-backend.js"
 import { BACKENDS, DOWN_BACKENDS, FILLER_TOOLS, type McpGateway, startMcpFixture } from "./support/mcp-fixture.js"
-import { interleavedLatencies, roundOrder, type Target, throughput, walkToolsList } from "./support/mcp-measure.js"
+import {
+  interleavedLatencies,
+  roundOrder,
+  type Target,
+  type Throughput,
+  throughput,
+  walkToolsList
+} from "./support/mcp-measure.js"
 import { sampleRss } from "./support/rss-sampler.js"
 import { median, percentile } from "./support/stats.js"
 import { formatCount, formatMb, formatMs, formatShare, type Table, verdict } from "./support/table.js"
@@ -28,10 +35,22 @@ const echoCall = (url: string, tool: string, token?: string): Target => {
   return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
 }
 
+const legacyEchoCall = (url: string, tool: string, token?: string): Target => {
+  const { body, headers } = legacyRequest("tools/call", { name: tool, arguments: { text: "hello" } })
+  return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
+}
+
 const listTools = (gateway: McpGateway, cursor?: string): Target => {
   const { body, headers } = modernRequest("tools/list", cursor === undefined ? {} : { cursor })
   return { url: gateway.mcpUrl, body, headers: { ...headers, authorization: `Bearer ${gateway.token}` } }
 }
+
+/** Two runs of one path: mean rate, every failure, the higher RSS peak. */
+const combined = (first: Throughput, second: Throughput): Throughput => ({
+  requestsPerSecond: (first.requestsPerSecond + second.requestsPerSecond) / 2,
+  failed: first.failed + second.failed,
+  peakRssMb: Math.max(first.peakRssMb ?? 0, second.peakRssMb ?? 0) || undefined
+})
 
 interface ListFigures {
   /** One request: the first page. */
@@ -86,12 +105,28 @@ export const run = async (): Promise<Table> => {
     const [lists, listsWithDown] = (await measureLists([gateway, gatewayWithDown])) as [ListFigures, ListFigures]
     const downLimit = (p50: number) => Math.max(p50 * (1 + DOWN_TOLERANCE), p50 + DOWN_TOLERANCE_MS)
 
-    const [directMs = [], gatewayMs = []] = await interleavedLatencies([direct, through], C1)
+    const directLegacy = legacyEchoCall(backendUrl(fixture.backendPorts[0]!), "echo")
+    const throughLegacy = legacyEchoCall(gateway.mcpUrl, "b0__echo", gateway.token)
+    const [directMs = [], gatewayMs = [], legacyDirectMs = [], legacyGatewayMs = []] = await interleavedLatencies(
+      [direct, through, directLegacy, throughLegacy],
+      C1
+    )
     const p50 = { direct: median(directMs), gateway: median(gatewayMs) }
     const p99 = { direct: percentile(directMs, 99), gateway: percentile(gatewayMs, 99) }
+    const legacy = {
+      p50: { direct: median(legacyDirectMs), gateway: median(legacyGatewayMs) },
+      p99: { direct: percentile(legacyDirectMs, 99), gateway: percentile(legacyGatewayMs, 99) }
+    }
+    const legacyP50Overhead = legacy.p50.gateway - legacy.p50.direct
+    const legacyP99Overhead = legacy.p99.gateway - legacy.p99.direct
 
-    const directLoad = await throughput(direct, C32)
-    const gatewayLoad = await throughput(through, C32, gateway.child.pid)
+    // ABBA: whichever runs first meets a colder backend, so each path runs once early and once late.
+    const directFirst = await throughput(direct, C32)
+    const gatewayFirst = await throughput(through, C32, gateway.child.pid)
+    const gatewaySecond = await throughput(through, C32, gateway.child.pid)
+    const directSecond = await throughput(direct, C32)
+    const directLoad = combined(directFirst, directSecond)
+    const gatewayLoad = combined(gatewayFirst, gatewaySecond)
     const share = gatewayLoad.requestsPerSecond / directLoad.requestsPerSecond
     const listLoad = await throughput(listTools(gateway), C32, gateway.child.pid)
 
@@ -117,6 +152,22 @@ export const run = async (): Promise<Table> => {
           `+${formatMs(p99Overhead)}`,
           `≤ +${TARGET_P99_OVERHEAD_MS} ms`,
           verdict(p99Overhead <= TARGET_P99_OVERHEAD_MS)
+        ],
+        [
+          "same, 2025-era request: p50",
+          formatMs(legacy.p50.direct),
+          formatMs(legacy.p50.gateway),
+          `${legacyP50Overhead < 0 ? "−" : "+"}${formatMs(Math.abs(legacyP50Overhead))}`,
+          `≤ +${TARGET_P50_OVERHEAD_MS} ms`,
+          verdict(legacyP50Overhead <= TARGET_P50_OVERHEAD_MS)
+        ],
+        [
+          "same, 2025-era request: p99",
+          formatMs(legacy.p99.direct),
+          formatMs(legacy.p99.gateway),
+          `${legacyP99Overhead < 0 ? "−" : "+"}${formatMs(Math.abs(legacyP99Overhead))}`,
+          `≤ +${TARGET_P99_OVERHEAD_MS} ms`,
+          verdict(legacyP99Overhead <= TARGET_P99_OVERHEAD_MS)
         ],
         [
           `tools/call req/s, c=${C32.connections}`,
@@ -186,9 +237,10 @@ export const run = async (): Promise<Table> => {
       notes: [
         `One backend process (server SDK 2.x, ${BACKENDS} MCP servers on loopback ports, ${FILLER_TOOLS + 1} tools ` +
           "each) behind `node dist/main.js serve --dev`, builtin tokens from `gateway dev-token`; requests are " +
-          "2026-07-28 (`_meta` envelope, `Mcp-Method`/`Mcp-Name`). c=1: one keep-alive connection, node:http timed " +
+          "2026-07-28 (`_meta` envelope, `Mcp-Method`/`Mcp-Name`) except the 2025-era rows (no envelope, " +
+          "`MCP-Protocol-Version: 2025-11-25`; the backend answers those as SSE). c=1: one keep-alive connection, node:http timed " +
           `with process.hrtime, ${C1.rounds} interleaved blocks of ${C1.block} per path after ${C1.warmup} warm-up ` +
-          `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured. ` +
+          `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured, twice per path (ABBA), mean. ` +
           `tools/list walks every page (default page_size ${PAGE_SIZE}), ${LIST.rounds}×${LIST.block} walks per gateway, interleaved (ABBA).`,
         `Load generator, backend and gateway share ${availableParallelism()} cores: at c=${C32.connections} the ` +
           "gateway competes for CPU with the backend it forwards to, so the throughput share is a floor."

@@ -61,10 +61,30 @@ export const modernRequest = (method: string, params: Record<string, unknown>, n
   } as Record<string, string>
 })
 
-/** The JSON-RPC result of a JSON answer; throws on anything else, so a bench never times errors. */
+/** A 2025-era request as the client SDKs send it after `initialize`: no envelope, the version header. */
+export const legacyRequest = (method: string, params: Record<string, unknown>) => ({
+  body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  headers: {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-11-25"
+  } as Record<string, string>
+})
+
+// An SSE answer (the SDK's stateless 2025-era serving streams even a lone result): its last data line.
+const messageText = (body: string) =>
+  body.startsWith("event:") || body.startsWith("data:")
+    ? (body
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .at(-1)
+        ?.slice(6) ?? "")
+    : body
+
+/** The JSON-RPC result of a JSON (or one-event SSE) answer; throws on anything else, so a bench never times errors. */
 export const resultOf = (timed: Timed): Record<string, unknown> => {
   if (timed.status !== 200) throw new Error(`HTTP ${timed.status}: ${timed.body.slice(0, 300)}`)
-  const message = JSON.parse(timed.body) as { readonly result?: Record<string, unknown> }
+  const message = JSON.parse(messageText(timed.body)) as { readonly result?: Record<string, unknown> }
   if (message.result === undefined) throw new Error(`not a JSON-RPC result: ${timed.body.slice(0, 300)}`)
   return message.result
 }

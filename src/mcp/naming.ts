@@ -26,3 +26,28 @@ export const parseExposedUri = (uri: string): { readonly backendId: string; read
   if (slash <= resourceScheme.length) return undefined
   return { backendId: uri.slice(resourceScheme.length, slash), original: uri.slice(slash + 1) }
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const exposeBlock = (backendId: string, block: unknown): unknown => {
+  if (!isRecord(block)) return block
+  if (block["type"] === "resource_link" && typeof block["uri"] === "string") {
+    return { ...block, uri: exposeUri(backendId, block["uri"]) }
+  }
+  const resource = block["resource"]
+  if (block["type"] === "resource" && isRecord(resource) && typeof resource["uri"] === "string") {
+    return { ...block, resource: { ...resource, uri: exposeUri(backendId, resource["uri"]) } }
+  }
+  return block
+}
+
+/**
+ * Content a backend returned (a tool result's `content`, a prompt message's `content`) with the URIs of
+ * resource links and embedded resources in their exposed form, so a client can read them through the
+ * gateway. Other blocks, and URIs inside text, are left as they are.
+ */
+export const exposeContentUris = <T>(backendId: string, content: T): T =>
+  (Array.isArray(content)
+    ? content.map((block) => exposeBlock(backendId, block))
+    : exposeBlock(backendId, content)) as T

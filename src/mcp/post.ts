@@ -136,7 +136,7 @@ export const McpPostLive = Layer.scoped(
       const list = directToolList(parsed.message, request.headers)
       if (list !== undefined) {
         const visible = filter.visibleBackends(caller, config.backends)
-        const result = toolPages.result(backends.index(), visible, list.cursor)
+        const result = toolPages.result(backends.index(), visible, list.cursor, list.era)
         if (result !== undefined) return reply.result(list.id, result)
       }
       const direct = directToolCall(parsed.message, request.headers)

@@ -15,7 +15,7 @@ import { withoutReservedMeta } from "./catalog.js"
 import type { CatalogIndex } from "./catalog-index.js"
 import { type ForwardTarget, forward as forwardWith } from "./forward.js"
 import type { InFlightCalls } from "./in-flight.js"
-import { exposeUri, parseExposedUri } from "./naming.js"
+import { exposeContentUris, exposeUri, parseExposedUri } from "./naming.js"
 import { pageOf } from "./pagination.js"
 
 /** What the /mcp route learned about a request before handing it to the SDK. */
@@ -81,7 +81,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       const result = await forward(entry.backend, ctx, (client, options) =>
         client.callTool({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
       )
-      return withoutReservedMeta(result)
+      const backendId = deps.slots[entry.backend]!.config.id
+      return withoutReservedMeta({ ...result, content: exposeContentUris(backendId, result.content) })
     })
     server.setRequestHandler("prompts/list", (request) => {
       const page = pageOf(index.prompts, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
@@ -94,7 +95,12 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       const result = await forward(entry.backend, ctx, (client, options) =>
         client.getPrompt({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
       )
-      return withoutReservedMeta(result)
+      const backendId = deps.slots[entry.backend]!.config.id
+      const messages = result.messages.map((message) => ({
+        ...message,
+        content: exposeContentUris(backendId, message.content)
+      }))
+      return withoutReservedMeta({ ...result, messages })
     })
     server.setRequestHandler("resources/list", (request) => {
       const page = pageOf(index.resources, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)

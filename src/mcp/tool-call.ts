@@ -7,13 +7,15 @@ import { ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
 import type { BackendSlot } from "./backend-slot.js"
 import { withoutReservedMeta } from "./catalog.js"
 import type { ExposedTool } from "./catalog-index.js"
-import { directRequest, isObject, plainHeaderValue } from "./direct.js"
+import { type DirectRequest, directRequest, isObject, plainHeaderValue } from "./direct.js"
 import { backendFailed, backendTimedOut, backendUnavailable, inputNotRelayed, requestTimeoutCode } from "./forward.js"
 import type { InFlightCalls } from "./in-flight.js"
+import { exposeContentUris } from "./naming.js"
 import type { Reply } from "./reply.js"
 
 /** A `tools/call` the gateway forwards itself (see direct.ts for which requests qualify). */
 export interface DirectCall {
+  readonly era: DirectRequest["era"]
   readonly id: string | number
   readonly name: string
   readonly arguments: Record<string, unknown> | undefined
@@ -33,7 +35,7 @@ export const directToolCall = (message: unknown, headers: IncomingHttpHeaders): 
   if (request === undefined) return undefined
   const { name, arguments: args } = request.params
   if (typeof name !== "string" || (args !== undefined && !isObject(args))) return undefined
-  return { id: request.id, name, arguments: args, progressToken: request.progressToken }
+  return { era: request.era, id: request.id, name, arguments: args, progressToken: request.progressToken }
 }
 
 export interface DirectCallContext {
@@ -55,7 +57,11 @@ const serverInfo = { name: "gateway", version }
  * complete; undefined when it is not a CallToolResult. A result that asks for input (2026-07-28
  * `input_required`) is refused: the gateway does not relay multi-round-trip requests.
  */
-const callResult = (result: Record<string, unknown>): Record<string, unknown> | "input" | undefined => {
+const callResult = (
+  result: Record<string, unknown>,
+  era: DirectCall["era"],
+  backendId: string
+): Record<string, unknown> | "input" | undefined => {
   const { content, isError, structuredContent, resultType } = result
   if (resultType !== undefined && resultType !== "complete")
     return resultType === "input_required" ? "input" : undefined
@@ -68,10 +74,15 @@ const callResult = (result: Record<string, unknown>): Record<string, unknown> | 
   if (isError !== undefined && typeof isError !== "boolean") return undefined
   if (structuredContent !== undefined && !isObject(structuredContent)) return undefined
   const stripped = withoutReservedMeta(result as { _meta?: unknown })
+  if (era === "legacy") {
+    // A 2025-era result has no result type; the gateway's identity was given at `initialize`.
+    const { resultType: _, ...rest } = stripped as Record<string, unknown>
+    return { ...rest, content: exposeContentUris(backendId, content ?? []) }
+  }
   const meta = isObject(stripped._meta) ? stripped._meta : {}
   return {
     ...stripped,
-    content: content ?? [],
+    content: exposeContentUris(backendId, content ?? []),
     resultType: "complete",
     _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo }
   }
@@ -110,7 +121,7 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
       })
     )
     if (!outcome.ok) return answer({ error: errorOf(outcome.error) })
-    const result = callResult(outcome.result)
+    const result = callResult(outcome.result, call.era, backendId)
     if (result === "input") {
       return answer({
         error: {

@@ -2,11 +2,12 @@ import type { IncomingHttpHeaders } from "node:http"
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import { version } from "../version.js"
 import type { CatalogIndex } from "./catalog-index.js"
-import { directRequest } from "./direct.js"
+import { type DirectRequest, directRequest } from "./direct.js"
 import { pageOf } from "./pagination.js"
 
 /** A `tools/list` the gateway answers itself (see direct.ts for which requests qualify). */
 export interface DirectList {
+  readonly era: DirectRequest["era"]
   readonly id: string | number
   readonly cursor: string | undefined
 }
@@ -17,14 +18,15 @@ export const directToolList = (message: unknown, headers: IncomingHttpHeaders): 
   const request = directRequest(message, headers, "tools/list", listParams, () => undefined)
   const cursor = request?.params["cursor"]
   if (request === undefined || (cursor !== undefined && typeof cursor !== "string")) return undefined
-  return { id: request.id, cursor }
+  return { era: request.era, id: request.id, cursor }
 }
 
 /** Serialized pages are kept up to this many characters per generation; past it, pages are built per request. */
 const maxCachedChars = 16 * 1024 * 1024
 
-// The cache hints the SDK stamps on a 2026-07-28 list result when the server sets none.
-const resultTail = `"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":${JSON.stringify({
+// The cache hints the SDK stamps on a 2026-07-28 list result when the server sets none; a 2025-era
+// result has none of these.
+const modernTail = `,"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":${JSON.stringify({
   [SERVER_INFO_META_KEY]: { name: "gateway", version }
 })}`
 
@@ -42,13 +44,18 @@ export class ToolPages {
   constructor(private readonly pageSize: number) {}
 
   /** The JSON of the result, or undefined for a cursor the SDK must answer (it is not one of ours). */
-  result(index: CatalogIndex, visible: ReadonlyArray<boolean>, cursor: string | undefined): string | undefined {
+  result(
+    index: CatalogIndex,
+    visible: ReadonlyArray<boolean>,
+    cursor: string | undefined,
+    era: DirectRequest["era"]
+  ): string | undefined {
     if (index !== this.index) {
       this.index = index
       this.pages = new Map()
       this.chars = 0
     }
-    const key = `${visible.map((open) => (open ? "1" : "0")).join("")}|${cursor ?? ""}`
+    const key = `${era}|${visible.map((open) => (open ? "1" : "0")).join("")}|${cursor ?? ""}`
     const cached = this.pages.get(key)
     if (cached !== undefined) return cached
     let page: ReturnType<typeof pageOf>
@@ -57,8 +64,8 @@ export class ToolPages {
     } catch {
       return undefined
     }
-    const next = page.nextCursor === undefined ? "" : `"nextCursor":${JSON.stringify(page.nextCursor)},`
-    const result = `{"tools":${JSON.stringify(page.items)},${next}${resultTail}}`
+    const next = page.nextCursor === undefined ? "" : `,"nextCursor":${JSON.stringify(page.nextCursor)}`
+    const result = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? modernTail : ""}}`
     if (this.chars + result.length <= maxCachedChars) {
       this.pages.set(key, result)
       this.chars += result.length

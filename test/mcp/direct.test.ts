@@ -38,6 +38,7 @@ describe("which requests take the direct path", () => {
   it("a well-formed 2026-07-28 tools/call does, with its id, arguments and progress token", () => {
     const message = call({ name: "alpha__echo", arguments: { message: "hi" }, _meta: { progressToken: "p1" } })
     expect(directToolCall(message, callHeaders("alpha__echo"))).toEqual({
+      era: "modern",
       id: 7,
       name: "alpha__echo",
       arguments: { message: "hi" },
@@ -45,10 +46,46 @@ describe("which requests take the direct path", () => {
     })
   })
 
-  const good = call({ name: "alpha__echo", arguments: {} })
-  const { _meta: _, ...withoutMeta } = good.params
+  const legacyHeaders = {
+    "mcp-protocol-version": "2025-11-25",
+    accept: "application/json, text/event-stream"
+  }
+  const legacyCall = (meta?: Record<string, unknown>) => ({
+    jsonrpc: "2.0",
+    id: "c1",
+    method: "tools/call",
+    params: { name: "alpha__echo", arguments: {}, ...(meta === undefined ? {} : { _meta: meta }) }
+  })
+
+  it("a 2025-era tools/call does, as the SDK's stateless fallback would serve it", () => {
+    expect(directToolCall(legacyCall({ progressToken: 3 }), legacyHeaders)).toEqual({
+      era: "legacy",
+      id: "c1",
+      name: "alpha__echo",
+      arguments: {},
+      progressToken: 3
+    })
+    // Before `initialize` told it a version, a client may send none.
+    expect(directToolCall(legacyCall(), { accept: legacyHeaders.accept })?.era).toBe("legacy")
+  })
+
   it.each([
-    ["a 2025-era request (no envelope)", { ...good, params: withoutMeta }, callHeaders("alpha__echo")],
+    ["an unsupported version header", { ...legacyHeaders, "mcp-protocol-version": "2024-01-01" }, undefined],
+    [
+      "a modern version header without the envelope",
+      { ...legacyHeaders, "mcp-protocol-version": "2026-07-28" },
+      undefined
+    ],
+    ["an Accept without SSE (the SDK answers 406)", { ...legacyHeaders, accept: "application/json" }, undefined],
+    ["2026-07-28 headers on a 2025-era body", { ...legacyHeaders, "mcp-method": "tools/call" }, undefined],
+    ["a _meta key besides progressToken", legacyHeaders, { "com.example/trace": "x" }],
+    ["a fractional progress token", legacyHeaders, { progressToken: 0.5 }]
+  ])("a 2025-era request with %s goes to the SDK's handler", (_, headers, meta) => {
+    expect(directToolCall(legacyCall(meta), headers)).toBeUndefined()
+  })
+
+  const good = call({ name: "alpha__echo", arguments: {} })
+  it.each([
     ["Mcp-Name that does not mirror the body", good, callHeaders("alpha__search")],
     ["a missing Mcp-Method header", good, { "mcp-protocol-version": "2026-07-28", "mcp-name": "alpha__echo" }],
     [
@@ -89,7 +126,7 @@ describe("which requests take the direct path", () => {
       params: { ...params, _meta: envelope }
     })
     const headers = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" }
-    expect(directToolList(list({ cursor: "abc" }), headers)).toEqual({ id: "l", cursor: "abc" })
+    expect(directToolList(list({ cursor: "abc" }), headers)).toEqual({ era: "modern", id: "l", cursor: "abc" })
     expect(directToolList(list({}), { ...headers, "mcp-name": "x" })).toBeUndefined()
     expect(directToolList(list({ cursor: 5 }), headers)).toBeUndefined()
   })
@@ -119,6 +156,13 @@ beforeAll(async () => {
     (server, aborted) => {
       alphaTools(server, aborted)
       server.registerTool("ask", { inputSchema: z.object({}) }, async () => ({ content: [] }))
+      server.registerTool("links", { inputSchema: z.object({}) }, async () => ({
+        content: [
+          { type: "text", text: "see note://readme" },
+          { type: "resource_link", uri: "note://readme", name: "readme" },
+          { type: "resource", resource: { uri: "note://notes/1", text: "note 1" } }
+        ]
+      }))
     },
     { intercept: askForInput }
   )
@@ -150,17 +194,51 @@ const lastCallId = (backend: TestBackend) => {
 }
 
 describe("the direct path through the gateway", () => {
-  it("a 2026-07-28 client's call goes over the channel; a 2025-era client's over the SDK; the answers agree", async () => {
+  it("2026-07-28 and 2025-era clients' calls go over the channel; an unusual request over the SDK; the answers agree", async () => {
     const token = await gateway.token()
     const modern = await connectClient(gateway.mcpUrl, token, "modern")
     const legacy = await connectClient(gateway.mcpUrl, token, "legacy")
     const direct = await modern.callTool({ name: "alpha__echo", arguments: { message: "same" } })
     expect(lastCallId(alpha)).toMatch(/^gw-\d+$/)
-    const viaSdk = await legacy.callTool({ name: "alpha__echo", arguments: { message: "same" } })
+    const legacyDirect = await legacy.callTool({ name: "alpha__echo", arguments: { message: "same" } })
+    expect(lastCallId(alpha)).toMatch(/^gw-\d+$/)
+    // A `_meta` key the direct path does not know sends the same call through the SDK.
+    const unusual = {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "tools/call",
+      params: { name: "alpha__echo", arguments: { message: "same" }, _meta: { "com.example/trace": "t" } }
+    }
+    const viaSdk = await jsonRpcOf(
+      await rawPost(gateway.mcpUrl, JSON.stringify(unusual), {
+        "mcp-protocol-version": "2025-11-25",
+        authorization: `Bearer ${token}`
+      })
+    )
     expect(typeof lastCallId(alpha)).toBe("number")
-    expect(direct.content).toEqual(viaSdk.content)
+    expect(viaSdk).toEqual({ jsonrpc: "2.0", id: 9, result: { content: direct.content } })
+    expect(legacyDirect.content).toEqual(direct.content)
     await modern.close()
     await legacy.close()
+  })
+
+  it("answers a 2025-era call in the 2025 shape: no result type, no 2026 _meta", async () => {
+    const response = await rawPost(
+      gateway.mcpUrl,
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: "x",
+        method: "tools/call",
+        params: { name: "alpha__echo", arguments: { message: "m" } }
+      }),
+      { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${await gateway.token()}` }
+    )
+    expect(await jsonRpcOf(response)).toEqual({
+      jsonrpc: "2.0",
+      id: "x",
+      result: { content: [{ type: "text", text: "m" }] }
+    })
+    expect(lastCallId(alpha)).toMatch(/^gw-/)
   })
 
   it("stamps the gateway's own identity and drops the backend's reserved _meta", async () => {
@@ -241,16 +319,59 @@ describe("the direct path through the gateway", () => {
     }
   )
 
-  it("tools/list is answered from the cached page and agrees with the SDK's answer to a 2025-era client", async () => {
+  it("resource links and embedded resources in a result come back under exposed URIs, on every path", async () => {
+    const token = await gateway.token()
+    const expected = [
+      { type: "text", text: "see note://readme" },
+      { type: "resource_link", uri: "gateway://alpha/note://readme", name: "readme" },
+      { type: "resource", resource: { uri: "gateway://alpha/note://notes/1", text: "note 1" } }
+    ]
+    for (const era of ["modern", "legacy"] as const) {
+      const client = await connectClient(gateway.mcpUrl, token, era)
+      expect((await client.callTool({ name: "alpha__links", arguments: {} })).content).toEqual(expected)
+      // The exposed URI is one the gateway can read.
+      const read = await client.readResource({ uri: "gateway://alpha/note://readme" })
+      expect(read.contents[0]).toMatchObject({ uri: "gateway://alpha/note://readme", text: "alpha readme" })
+      await client.close()
+    }
+    const viaSdk = await jsonRpcOf(
+      await rawPost(
+        gateway.mcpUrl,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "alpha__links", arguments: {}, _meta: { "com.example/trace": "t" } }
+        }),
+        { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
+      )
+    )
+    expect(viaSdk["result"]).toEqual({ content: expected })
+  })
+
+  it("tools/list is answered from cached pages per era and agrees with the SDK's answer", async () => {
     const token = await gateway.token()
     const modern = await connectClient(gateway.mcpUrl, token, "modern")
     const legacy = await connectClient(gateway.mcpUrl, token, "legacy")
     const first = await modern.listTools()
     const again = await modern.listTools()
-    const viaSdk = await legacy.listTools()
+    const legacyList = await legacy.listTools()
     expect(again.tools).toEqual(first.tools)
-    expect(first.tools).toEqual(viaSdk.tools)
+    expect(legacyList.tools).toEqual(first.tools)
     expect(first.tools.map((tool) => tool.name)).toContain("regional__lookup")
+    const list = (meta?: Record<string, unknown>) =>
+      rawPost(
+        gateway.mcpUrl,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/list",
+          params: meta === undefined ? {} : { _meta: meta }
+        }),
+        { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
+      ).then(jsonRpcOf)
+    // The same list through the SDK (a _meta key the direct path does not take) is the same document.
+    expect(await list({ "com.example/trace": "t" })).toEqual(await list())
     await modern.close()
     await legacy.close()
   })
