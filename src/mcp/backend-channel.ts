@@ -36,11 +36,19 @@ export class ChannelFailure extends Error {
   constructor(
     readonly reason: "timeout" | "cancelled" | "failed",
     /** Safe to log: never carries credentials or the backend's body. */
-    detail: string
+    detail: string,
+    /**
+     * The backend may be down or have lost its session: worth a probe. False when it answered with a
+     * client error (4xx but 404) — it is up, and refused this one request.
+     */
+    readonly probe = reason === "failed"
   ) {
     super(detail)
   }
 }
+
+/** After its answer, an SSE stream still open this long is closed: its connection cannot be reused mid-stream. */
+const streamGraceMs = 1_000
 
 export interface CallOptions {
   readonly signal: AbortSignal
@@ -164,14 +172,14 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         options.signal.removeEventListener("abort", onAbort)
         then()
       }
-      const fail = (reason: ChannelFailure["reason"], detail: string) =>
+      const fail = (reason: ChannelFailure["reason"], detail: string, probe?: boolean) =>
         settle(() => {
           outgoing?.destroy()
           if (reason !== "failed" && session.era === "legacy") {
             const params = { requestId: id, reason: detail }
             post(session, "notifications/cancelled", { jsonrpc: "2.0", method: "notifications/cancelled", params })
           }
-          reject(new ChannelFailure(reason, detail))
+          reject(new ChannelFailure(reason, detail, probe))
         })
       const timer = setTimeout(() => fail("timeout", "the call's deadline passed"), Math.max(1, options.timeoutMs))
       const onAbort = () => fail("cancelled", "the caller cancelled the call")
@@ -216,7 +224,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         const json = type === "application/json" && (status === 200 || (status === 400 && session.era === "modern"))
         if (!stream && !json) {
           incoming.resume()
-          return fail("failed", `the backend answered HTTP ${status} (${type || "no content type"})`)
+          const refused = status >= 400 && status < 500 && status !== 404
+          return fail("failed", `the backend answered HTTP ${status} (${type || "no content type"})`, !refused)
         }
         incoming.setEncoding("utf8")
         let size = 0
@@ -227,6 +236,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           : undefined
         let text = ""
         incoming.on("data", (chunk: string) => {
+          // Answered (or given up on): what a stream still sends is not read, and not kept.
+          if (settled) return
           size += chunk.length
           if (decoder === undefined) {
             text += chunk
@@ -235,6 +246,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           }
           decoder.push(chunk)
           if (decoder.pending > maxAnswer) fail("failed", "the backend's event is too large")
+          else if (settled) {
+            const linger = setTimeout(() => outgoing?.destroy(), streamGraceMs)
+            incoming.once("end", () => clearTimeout(linger))
+          }
         })
         incoming.once("end", () => {
           if (decoder === undefined) onMessage(parse(text))
@@ -250,7 +265,12 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         headersFor(session, method, name, Buffer.byteLength(body)).then(
           (headers) => {
             if (settled) return
-            outgoing = send(url, { method: "POST", headers, agent }, (incoming) => read(incoming, retried))
+            try {
+              outgoing = send(url, { method: "POST", headers, agent }, (incoming) => read(incoming, retried))
+            } catch {
+              // Node refuses a header value it cannot send (a token with control characters, say).
+              return fail("failed", "the request to the backend could not be built")
+            }
             outgoing.once("error", (error: NodeJS.ErrnoException) =>
               fail("failed", `the backend could not be reached (${error.code ?? "error"})`)
             )

@@ -6,7 +6,8 @@ import type { TokenSource } from "./backend-auth.js"
 type OAuthSettings = NonNullable<BackendConfig["oauth"]>
 
 const TokenResponse = Schema.Struct({
-  access_token: Schema.String.pipe(Schema.minLength(1)),
+  // RFC 6750 b64token characters, so the token can only ever be a well-formed Authorization header.
+  access_token: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9\-._~+/]+=*$/)),
   token_type: Schema.String,
   expires_in: Schema.optional(Schema.Number.pipe(Schema.positive()))
 })

@@ -14,6 +14,11 @@ export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
 
 export class BackendsUnavailable extends Error {}
 
+const probeSpacing = Duration.seconds(1)
+
+const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
+  current !== undefined && JSON.stringify(current) === JSON.stringify(next)
+
 /**
  * The backends of one generation: their MCP clients, catalogs and the aggregated index. Required
  * backends must connect during the build (a failure fails the generation: spec Versioning 7); every
@@ -134,9 +139,12 @@ export const BackendsLive = Layer.scoped(
           )
           // A refetch is also the probe after a failed call: `ping` is not in the 2026-07-28 revision,
           // and a backend that answers its lists is one worth keeping.
+          // Only a catalog that changed is published: publishing rebuilds the index, drops the cached
+          // list pages and tells every subscribed client its lists changed.
           const check = fetchCatalog(slot.config, slot.client).pipe(
             Effect.tap((catalog) =>
               Effect.sync(() => {
+                if (sameCatalog(slot.catalog, catalog)) return
                 slot.catalog = catalog
                 publish()
               })
@@ -144,6 +152,8 @@ export const BackendsLive = Layer.scoped(
           )
           const outcome = yield* Effect.either(check)
           if (Either.isLeft(outcome)) yield* disconnect(slot, `${reason}: ${outcome.left.reason}`)
+          // Failed calls can come in a stream; one probe a second is enough to notice a dead backend.
+          else if (reason === "failed") yield* Effect.sleep(probeSpacing)
         }
       })
     yield* Effect.forEach(slots, (slot, at) => Effect.forkScoped(worker(slot, at)), { discard: true })

@@ -127,7 +127,7 @@ export const McpPostLive = Layer.scoped(
       const lacking = missingScopes(caller, config.backends)
       if (lacking !== undefined) throw insufficientScope(challengeUrl, lacking)
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
-      const parsed = parseMessage(await readBody(request))
+      const parsed = parseMessage(await readBody(request, signal))
       if (parsed._tag === "Rejected") {
         const { status, code, message } = parsed.rejection
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
@@ -177,20 +177,23 @@ export const McpPostLive = Layer.scoped(
       const startedAt = Date.now()
       const requestId = randomUUID()
       const origin = request.headers.origin
+      const controller = new AbortController()
+      active.add(controller)
+      const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
       const reply = new Reply(
         response,
         requestId,
         { ...corsHeaders(originAllowed(origin, config) ? origin : undefined), "x-request-id": requestId },
-        acceptsStream(request.headers.accept)
+        acceptsStream(request.headers.accept),
+        // A `subscriptions/listen` stream lives until the client or the generation ends it.
+        () => clearTimeout(timer)
       )
-      const controller = new AbortController()
-      active.add(controller)
-      const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
       response.once("close", () => {
         clearTimeout(timer)
         active.delete(controller)
         if (!response.writableFinished) controller.abort(disconnected)
-        const status = response.statusCode
+        // 499 (as nginx logs it): the client went away before any answer.
+        const status = response.headersSent ? response.statusCode : 499
         if (accessLog || status >= 500) {
           const ms = Math.round((performance.now() - started) * 1000) / 1000
           const path = (request.url ?? "").split("?", 1)[0]

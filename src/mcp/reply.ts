@@ -19,7 +19,9 @@ export class Reply {
     readonly requestId: string,
     private readonly headers: Readonly<Record<string, string>>,
     /** The client accepts `text/event-stream`: notifications may be streamed before the result. */
-    private readonly acceptsStream: boolean
+    private readonly acceptsStream: boolean,
+    /** Called when an SDK answer turns out to be a stream (`subscriptions/listen`): it may outlive request_timeout. */
+    private readonly onOpenStream: () => void = () => {}
   ) {}
 
   /** Headers are out: the status is decided. */
@@ -63,9 +65,12 @@ export class Reply {
     this.send(200, jsonType, body)
   }
 
-  /** A notification before the result: switches the answer to SSE (dropped if the client takes only JSON). */
+  /**
+   * A notification before the result: switches the answer to SSE. Dropped if the client takes only JSON,
+   * or while the client reads slower than notifications come (progress is lossy by nature; the result is not).
+   */
   notify(message: unknown): void {
-    if (!this.acceptsStream || this.response.writableEnded) return
+    if (!this.acceptsStream || this.response.writableEnded || this.response.writableNeedDrain) return
     if (!this.streaming) {
       if (this.sent) return
       this.streaming = true
@@ -110,6 +115,7 @@ export class Reply {
       this.response.end(body)
       return
     }
+    this.onOpenStream()
     this.response.writeHead(response.status, headers)
     const stream = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>)
     stream.on("error", () => this.response.destroy())

@@ -27,10 +27,11 @@ const unreadable = new HttpError({
   description: "The request body could not be read."
 })
 
-/** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. */
-export const readBody = (incoming: IncomingMessage): Promise<string> =>
+/** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. Stops reading on `signal`. */
+export const readBody = (incoming: IncomingMessage, signal: AbortSignal): Promise<string> =>
   new Promise((resolve, reject) => {
     if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return reject(tooLarge)
+    if (signal.aborted) return reject(unreadable)
     const chunks: Array<Buffer> = []
     let size = 0
     const stop = () => {
@@ -38,6 +39,13 @@ export const readBody = (incoming: IncomingMessage): Promise<string> =>
       incoming.off("end", onEnd)
       incoming.off("error", onError)
       incoming.off("close", onClose)
+      signal.removeEventListener("abort", onAbort)
+    }
+    // Answered already (request_timeout, the generation closing): nothing more is buffered.
+    const onAbort = () => {
+      stop()
+      incoming.resume()
+      reject(unreadable)
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length
@@ -66,6 +74,7 @@ export const readBody = (incoming: IncomingMessage): Promise<string> =>
     incoming.on("end", onEnd)
     incoming.on("error", onError)
     incoming.on("close", onClose)
+    signal.addEventListener("abort", onAbort, { once: true })
   })
 
 /** A JSON-RPC error that answers the request as a whole (no id could be read). */

@@ -138,7 +138,7 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
     if (error.reason === "timeout")
       return answer({ error: { code: requestTimeoutCode, message: backendTimedOut(backendId) } })
     if (error.reason === "failed") {
-      context.reportFailure()
+      if (error.probe) context.reportFailure()
       return answer({ error: { code: ProtocolErrorCode.InternalError, message: backendFailed(backendId) } })
     }
     // Cancelled: by the request itself (its owner answers, if anyone still listens), or by the

@@ -3,7 +3,7 @@ import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import { version } from "../version.js"
 import type { CatalogIndex } from "./catalog-index.js"
 import { type DirectRequest, directRequest } from "./direct.js"
-import { pageOf } from "./pagination.js"
+import { decodeCursor, encodeCursor, pageOf } from "./pagination.js"
 
 /** A `tools/list` the gateway answers itself (see direct.ts for which requests qualify). */
 export interface DirectList {
@@ -19,6 +19,16 @@ export const directToolList = (message: unknown, headers: IncomingHttpHeaders): 
   const cursor = request?.params["cursor"]
   if (request === undefined || (cursor !== undefined && typeof cursor !== "string")) return undefined
   return { era: request.era, id: request.id, cursor }
+}
+
+const isIssuedCursor = (index: CatalogIndex, cursor: string): boolean => {
+  let after: string | undefined
+  try {
+    after = decodeCursor(cursor)
+  } catch {
+    return false
+  }
+  return after !== undefined && encodeCursor(after) === cursor && index.toolByName.has(after)
 }
 
 /** Serialized pages are kept up to this many characters per generation; past it, pages are built per request. */
@@ -43,6 +53,11 @@ export class ToolPages {
 
   constructor(private readonly pageSize: number) {}
 
+  /** Characters held (keys and documents), for tests and diagnostics. */
+  get cachedChars(): number {
+    return this.chars
+  }
+
   /** The JSON of the result, or undefined for a cursor the SDK must answer (it is not one of ours). */
   result(
     index: CatalogIndex,
@@ -55,8 +70,11 @@ export class ToolPages {
       this.pages = new Map()
       this.chars = 0
     }
+    // Only cursors this gateway hands out are cached: canonical, naming a tool of this catalog. Any
+    // other string that decodes is still answered, just not kept (a caller cannot fill the cache).
+    const cacheable = cursor === undefined || isIssuedCursor(index, cursor)
     const key = `${era}|${visible.map((open) => (open ? "1" : "0")).join("")}|${cursor ?? ""}`
-    const cached = this.pages.get(key)
+    const cached = cacheable ? this.pages.get(key) : undefined
     if (cached !== undefined) return cached
     let page: ReturnType<typeof pageOf>
     try {
@@ -66,9 +84,9 @@ export class ToolPages {
     }
     const next = page.nextCursor === undefined ? "" : `,"nextCursor":${JSON.stringify(page.nextCursor)}`
     const result = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? modernTail : ""}}`
-    if (this.chars + result.length <= maxCachedChars) {
+    if (cacheable && this.chars + key.length + result.length <= maxCachedChars) {
       this.pages.set(key, result)
-      this.chars += result.length
+      this.chars += key.length + result.length
     }
     return result
   }

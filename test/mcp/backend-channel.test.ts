@@ -205,6 +205,53 @@ describe("the backend channel", () => {
     expect(backend.requests).toHaveLength(1)
   })
 
+  it("a token Node cannot send as a header fails the call instead of the process", async () => {
+    script = echoResult
+    const tokens = { token: async () => "bad\r\nInjected: yes" }
+    const failure = await failureOf(channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).reason).toBe("failed")
+    expect(backend.requests).toHaveLength(0)
+  })
+
+  it("a stream kept open after its answer is answered at once, then closed, and nothing more is read", async () => {
+    let closed = false
+    script = (body, request) => {
+      request.signal.addEventListener("abort", () => {
+        closed = true
+      })
+      const answer = new TextEncoder().encode(event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } }))
+      const chatter = new TextEncoder().encode(event({ jsonrpc: "2.0", method: "notifications/message", params: {} }))
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(answer)
+          const timer = setInterval(() => controller.enqueue(chatter), 50)
+          request.signal.addEventListener("abort", () => clearInterval(timer))
+        }
+      })
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } })
+    }
+    const started = Date.now()
+    expect(await channel(modern).call("tools/call", { name: "x" }, "x", options())).toEqual({
+      ok: true,
+      result: { content: [] }
+    })
+    expect(Date.now() - started).toBeLessThan(500)
+    await expect.poll(() => closed, { timeout: 3_000 }).toBe(true)
+  })
+
+  it("a 4xx the backend refuses one request with is no reason to probe it; a 5xx or 404 is", async () => {
+    for (const [status, probe] of [
+      [413, false],
+      [400, false],
+      [404, true],
+      [503, true]
+    ] as const) {
+      script = () => new Response("no", { status })
+      const failure = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options()))
+      expect([status, (failure as ChannelFailure).probe]).toEqual([status, probe])
+    }
+  })
+
   it("an unreachable backend is a failed call, not a hang", async () => {
     const down = makeBackendChannel({
       url: new URL("http://127.0.0.1:1/mcp"),

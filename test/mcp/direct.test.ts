@@ -6,10 +6,14 @@
  * paths answer alike, and that nothing the SDK would refuse slips through the direct path.
  */
 import type { McpServer } from "@modelcontextprotocol/server"
+import { Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { stringify } from "yaml"
 import * as z from "zod/v4"
+import { parseConfig } from "../../src/config/load.js"
+import { buildIndex } from "../../src/mcp/catalog-index.js"
 import { directToolCall } from "../../src/mcp/tool-call.js"
-import { directToolList } from "../../src/mcp/tool-list.js"
+import { directToolList, ToolPages } from "../../src/mcp/tool-list.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
@@ -32,6 +36,39 @@ const callHeaders = (name: string) => ({
   "mcp-protocol-version": "2026-07-28",
   "mcp-method": "tools/call",
   "mcp-name": name
+})
+
+describe("the tools/list page cache", () => {
+  const text = stringify({
+    server: { listen: "127.0.0.1:8080", public_url: "https://gw.example.com/mcp" },
+    auth: { issuer: "https://gw.example.com/sso" },
+    storage: { type: "sqlite", path: "unused.db" },
+    backends: [{ id: "b", url: "https://b.example.com/mcp", tool_rules: [{ tools: ["*"] }] }]
+  })
+  const { config } = Either.getOrThrow(parseConfig("test.yaml", text, {}))
+  const tools = ["t1", "t2", "t3", "t4", "t5"].map((name) => ({ name, inputSchema: { type: "object" as const } }))
+  const catalog = { tools, prompts: [], resources: [], templates: [], completions: false }
+  const index = buildIndex([{ config: config.backends[0]!, catalog }])
+
+  it("keeps the pages of cursors it hands out, answers any other cursor without keeping it", () => {
+    const pages = new ToolPages(2)
+    const first = JSON.parse(pages.result(index, [true], undefined, "modern")!)
+    expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t1", "b__t2"])
+    const second = JSON.parse(pages.result(index, [true], first.nextCursor, "legacy")!)
+    expect(second.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t3", "b__t4"])
+    expect(second.resultType).toBeUndefined()
+    const held = pages.cachedChars
+    // Base64url decoding skips characters outside the alphabet: the same page under endless spellings.
+    for (let n = 1; n <= 50; n++) {
+      const junk = `${first.nextCursor}${"!".repeat(n)}`
+      expect(JSON.parse(pages.result(index, [true], junk, "modern")!).tools).toHaveLength(2)
+    }
+    const foreign = Buffer.from(JSON.stringify({ after: "zzz-not-a-tool" })).toString("base64url")
+    expect(JSON.parse(pages.result(index, [true], foreign, "modern")!).tools).toEqual([])
+    expect(pages.cachedChars).toBe(held)
+    // A cursor that does not decode is the SDK's to answer (-32602 Invalid cursor).
+    expect(pages.result(index, [true], "%%%", "modern")).toBeUndefined()
+  })
 })
 
 describe("which requests take the direct path", () => {
