@@ -28,7 +28,7 @@ const PAGE_SIZE = 1000
 
 const C1 = { warmup: 300, rounds: 10, block: 150 } as const
 const C32 = { connections: 32, warmupSeconds: 1, seconds: 3 } as const
-const LIST = { warmup: 15, rounds: 8, block: 5 } as const
+const LIST = { warmup: 15, rounds: 24, block: 5 } as const
 
 const echoCall = (url: string, tool: string, token?: string): Target => {
   const { body, headers } = modernRequest("tools/call", { name: tool, arguments: { text: "hello" } }, tool)
