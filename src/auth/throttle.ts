@@ -9,7 +9,8 @@ import { addressBucket } from "./client-address.js"
  *   another address lock the account's owner out;
  * - 20 failures per client address, whatever the accounts: one source spraying many names;
  * - 100 failures per account from all addresses together: the backstop against a guess spread over
- *   many addresses (it can lock the account everywhere, so it sits well above the per-address limits).
+ *   many addresses. It does not apply at an address this account completed a sign-in from in the last
+ *   30 days ("known addresses"), so guessing from elsewhere cannot lock the owner out where they work.
  *
  * An attempt is counted BEFORE the password or code is checked, in the same synchronous step as the
  * limit check, and taken back when it succeeds: parallel requests therefore cannot start more checks
@@ -23,6 +24,8 @@ export const MAX_ADDRESS_FAILURES = 20
 export const MAX_ACCOUNT_FAILURES = 100
 /** Keys per window kind; past it the key written longest ago goes (expired ones are by then the oldest). */
 export const MAX_KEYS = 100_000
+/** How long an address stays known to an account after a complete sign-in from it. */
+export const KNOWN_ADDRESS_MS = 30 * 24 * 60 * 60 * 1000
 
 export class LoginThrottled extends Data.TaggedError("LoginThrottled")<{ readonly retryAfterSeconds: number }> {}
 
@@ -85,26 +88,51 @@ export const throttleKeys = (username: string, address: string) => {
   return { account, address: bucket, accountAtAddress: sha256Hex(`pair\n${account}\n${bucket}`) }
 }
 
+/**
+ * Account-and-address pairs that completed a sign-in, with when: the owner's usual places. Bounded like
+ * the windows (the pair written longest ago goes first); a restart forgets them.
+ */
+export const makeKnownAddresses = (maxKeys = MAX_KEYS) => {
+  const known = new Map<string, number>()
+  return {
+    has: (pair: string, now: number) => {
+      const at = known.get(pair)
+      return at !== undefined && at > now - KNOWN_ADDRESS_MS
+    },
+    add: (pair: string, now: number) => {
+      known.delete(pair)
+      for (const stalest of known.keys()) {
+        if (known.size < maxKeys) break
+        known.delete(stalest)
+      }
+      known.set(pair, now)
+    }
+  }
+}
+
 export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/LoginThrottle", {
   sync: () => {
     const pairs = makeFailureWindow(MAX_ACCOUNT_ADDRESS_FAILURES)
     const addresses = makeFailureWindow(MAX_ADDRESS_FAILURES)
     const accounts = makeFailureWindow(MAX_ACCOUNT_FAILURES)
+    const known = makeKnownAddresses()
 
     /** Counts an attempt for `username` from `address`, or fails when any window is full. */
     const reserve = Effect.fn("LoginThrottle.reserve")(function* (username: string, address: string) {
       const now = yield* Clock.currentTimeMillis
       const keys = throttleKeys(username, address)
       // Check and count in one synchronous step: no other request can slip in between.
+      // At a known address only the per-address windows apply: the backstop is for strangers.
+      const knownHere = known.has(keys.accountAtAddress, now)
       const wait = Math.max(
         pairs.wait(keys.accountAtAddress, now),
         addresses.wait(keys.address, now),
-        accounts.wait(keys.account, now)
+        knownHere ? 0 : accounts.wait(keys.account, now)
       )
       if (wait > 0) return yield* new LoginThrottled({ retryAfterSeconds: wait })
       pairs.add(keys.accountAtAddress, now)
       addresses.add(keys.address, now)
-      accounts.add(keys.account, now)
+      if (!knownHere) accounts.add(keys.account, now)
       return { at: now, ...keys } satisfies Attempt
     })
 
@@ -124,7 +152,12 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
     const succeeded = (attempt: Attempt) =>
       Effect.zipRight(
         release(attempt),
-        Effect.sync(() => pairs.clear(attempt.accountAtAddress))
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.sync(() => {
+            pairs.clear(attempt.accountAtAddress)
+            known.add(attempt.accountAtAddress, now)
+          })
+        )
       )
 
     return { reserve, release, succeeded } as const

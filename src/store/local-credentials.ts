@@ -60,6 +60,22 @@ export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("
       return rows.length === 1
     })
 
+    /**
+     * Replaces a verified hash by one with current parameters; the password itself did not change, so
+     * `password_changed_at` stays. Only if the stored hash is still `previous`: a password changed
+     * meanwhile is never overwritten. True when replaced.
+     */
+    const rehashPassword = Effect.fn("LocalCredentialRepo.rehashPassword")(function* (
+      userId: string,
+      previous: string,
+      next: string
+    ) {
+      const rows = yield* sql`UPDATE local_credentials SET password_hash = ${next}
+        WHERE user_id = ${userId} AND password_hash = ${previous}
+        RETURNING user_id`.pipe(Effect.orDie)
+      return rows.length === 1
+    })
+
     /** Removes the second factor; the next sign-in enrolls a new one. */
     const clearTotp = Effect.fn("LocalCredentialRepo.clearTotp")(function* (userId: string) {
       yield* sql`UPDATE local_credentials SET totp_secret_sealed = NULL, totp_last_step = NULL
@@ -77,6 +93,6 @@ export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("
       return rows.length === 1
     })
 
-    return { find, setPassword, enrollTotp, clearTotp, acceptTotpStep } as const
+    return { find, setPassword, rehashPassword, enrollTotp, clearTotp, acceptTotpStep } as const
   })
 }) {}

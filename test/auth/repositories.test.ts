@@ -2,10 +2,10 @@
  * The authorization server's repositories on SQLite and PostgreSQL: refresh rotation decided by one
  * conditional UPDATE, and the session check's cache invalidated by every revoking write.
  */
-import { randomBytes } from "node:crypto"
+import { randomBytes, scryptSync } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer, Option, Redacted, TestClock } from "effect"
 import { SessionGuard } from "../../src/auth/caller.js"
 import { authRepositories } from "../../src/auth/layer.js"
 import { SessionMaintenance } from "../../src/auth/maintenance.js"
@@ -163,6 +163,33 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
       expect((yield* Fiber.join(loading))?.revoked).toBe(false)
       expect(yield* outcome((yield* SessionGuard).check(caller))).toBe("the session was revoked")
     }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("a password hashed with older scrypt parameters is rehashed at the sign-in that proves it", () =>
+    Effect.gen(function* () {
+      const { userId, now } = yield* arrange
+      const credentials = yield* LocalCredentialRepo
+      const users = yield* UserRepo
+      const username = Option.getOrThrow(yield* users.findById(userId)).username!
+      const password = Redacted.make("correct horse battery")
+      // A hash as an earlier release made it (p = 1), by hand: same format, cheaper parameters.
+      const salt = randomBytes(16)
+      const key = scryptSync("correct horse battery", salt, 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 })
+      const old = `scrypt$15$8$1$${salt.toString("base64url")}$${key.toString("base64url")}`
+      yield* credentials.setPassword(userId, old, now)
+      const changedAt = Option.getOrThrow(yield* credentials.find(userId)).password_changed_at
+      const accounts = yield* LocalAccounts
+      // A wrong password rehashes nothing.
+      expect(Option.isNone(yield* accounts.checkPassword(username, Redacted.make("wrong password!")))).toBe(true)
+      expect(Option.getOrThrow(yield* credentials.find(userId)).password_hash).toBe(old)
+      expect(Option.isSome(yield* accounts.checkPassword(username, password))).toBe(true)
+      const row = Option.getOrThrow(yield* credentials.find(userId))
+      expect(row.password_hash).toMatch(/^scrypt\$15\$8\$3\$/)
+      expect(row.password_changed_at).toEqual(changedAt)
+      expect(Option.isSome(yield* accounts.checkPassword(username, password))).toBe(true)
+      // A password changed meanwhile is never overwritten by a late rehash.
+      expect(yield* credentials.rehashPassword(userId, old, "scrypt$15$8$3$x$y")).toBe(false)
+    }).pipe(Effect.provide(LocalAccounts.Default.pipe(Layer.provideMerge(layerFor(kind)))))
   )
 
   it.scoped("TOTP enrollment never replaces an enrolled second factor; only clearing it allows a new one", () =>

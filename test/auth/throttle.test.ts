@@ -66,6 +66,29 @@ describe("LoginThrottle", () => {
     }).pipe(Effect.provide(LoginThrottle.Default))
   )
 
+  it.effect("the backstop does not lock the owner out at an address they signed in from (30 days)", () =>
+    Effect.gen(function* () {
+      const throttle = yield* LoginThrottle
+      yield* throttle.succeeded(yield* throttle.reserve("owner", "192.0.2.50"))
+      for (let index = 0; index < MAX_ACCOUNT_FAILURES; index++) {
+        yield* Effect.either(throttle.reserve("owner", `10.1.${Math.floor(index / 200)}.${index % 200}`))
+      }
+      // Strangers are refused everywhere…
+      expect(yield* allowed(throttle, "owner", "203.0.113.9")).toBe(false)
+      // …the owner's own address still gets its per-address attempts, and no more.
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) {
+        expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(true)
+      }
+      expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(false)
+      // An address is known for 30 days after the last complete sign-in from it.
+      yield* TestClock.adjust("31 days")
+      for (let index = 0; index < MAX_ACCOUNT_FAILURES; index++) {
+        yield* Effect.either(throttle.reserve("owner", `10.2.${Math.floor(index / 200)}.${index % 200}`))
+      }
+      expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(false)
+    }).pipe(Effect.provide(LoginThrottle.Default))
+  )
+
   it.effect("counts an IPv6 /64 as one address", () =>
     Effect.gen(function* () {
       const throttle = yield* LoginThrottle

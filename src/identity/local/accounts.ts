@@ -2,7 +2,7 @@ import { Clock, Effect, Option, type Redacted } from "effect"
 import { Sealer } from "../../crypto/sealer.js"
 import { LocalCredentialRepo, totpSealContext } from "../../store/local-credentials.js"
 import { UserRepo, type UserRow } from "../../store/users.js"
-import { DUMMY_PASSWORD_HASH, verifyPassword } from "./password.js"
+import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, verifyPassword } from "./password.js"
 import { matchTotp } from "./totp.js"
 
 /** Longer names are refused before any lookup or throttling: no account has one (init-admin makes "admin"). */
@@ -33,6 +33,7 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       const stored = Option.match(credential, { onNone: () => DUMMY_PASSWORD_HASH, onSome: (row) => row.password_hash })
       const matches = yield* verifyPassword(password, stored)
       if (!matches || Option.isNone(user) || Option.isNone(credential)) return Option.none<PasswordVerified>()
+      if (needsRehash(stored)) yield* credentials.rehashPassword(user.value.id, stored, yield* hashPassword(password))
       return Option.some<PasswordVerified>({
         user: user.value,
         totpEnrolled: credential.value.totp_secret_sealed !== null
