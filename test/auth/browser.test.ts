@@ -6,6 +6,7 @@
 import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { renderSVG } from "uqr"
 import { base32Decode } from "../../src/identity/local/base32.js"
 import { totpAt } from "../../src/identity/local/totp.js"
 import { launchChromium } from "../support/browser.js"
@@ -72,6 +73,13 @@ describe("a real browser signs in as the local administrator", () => {
           if (enroll) {
             await page.waitForSelector("#totp-secret")
             key = base32Decode((await page.textContent("#totp-secret")) ?? "")
+            // The QR code is drawn (inline SVG, allowed by the CSP) and encodes the otpauth address shown.
+            const uri = (await page.textContent("#totp-uri")) ?? ""
+            expect(uri).toMatch(/^otpauth:\/\/totp\//)
+            const modules = /<path[^>]* d="([^"]+)"/.exec(renderSVG(uri, { border: 2 }))?.[1]
+            expect(await page.$eval("#totp-qr svg path", (path) => path.getAttribute("d"))).toBe(modules)
+            const box = await (await page.$("#totp-qr svg"))?.boundingBox()
+            expect(box?.width).toBeGreaterThan(150)
           } else {
             await page.waitForSelector("form[action='/sso/mfa']")
           }

@@ -1,3 +1,4 @@
+import { renderSVG } from "uqr"
 import { Html, html, page } from "./html.js"
 
 export interface FormContext {
@@ -57,6 +58,7 @@ export const enrollPage = (form: FormContext, enrollment: Enrollment, error?: st
     "Set up two-step verification",
     html`<h1>Set up two-step verification</h1>${errorBox(error)}
 <p>Add this account to an authenticator app (TOTP: SHA-1, 6 digits, 30 seconds), then enter the code it shows.</p>
+<figure class="qr" id="totp-qr">${new Html(renderSVG(enrollment.otpauthUri, { border: 2 }))}<figcaption class="muted">Scan this with the app, or type the secret key below.</figcaption></figure>
 <p>Secret key:<br><code class="secret" id="totp-secret">${enrollment.secretBase32}</code></p>
 <p class="muted">Or import this address: <code id="totp-uri">${enrollment.otpauthUri}</code></p>
 <form method="post" action="/sso/mfa/enroll">${hiddenFields(form)}
