@@ -8,7 +8,7 @@ import { SessionGuard } from "../../src/auth/caller.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { storeKinds } from "../support/databases.js"
-import { authorizePath, Browser, callbackParams, pkcePair, signIn, tokenRequest } from "../support/oauth-client.js"
+import { Browser, beginCodeFlow, callbackParams, signIn, tokenRequest } from "../support/oauth-client.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
 import { admits, mintSessionToken } from "../support/oauth-session.js"
 
@@ -19,21 +19,13 @@ describe.each(storeKinds)("the authorization code flow (%s)", (kind) => {
     Effect.gen(function* () {
       const gateway = yield* oauthGateway({ kind })
       const browser = new Browser(gateway.baseUrl)
-      const { verifier, challenge } = pkcePair()
       const redirectUri = "http://127.0.0.1:43210/callback"
-      const start = yield* promise(() =>
-        browser.get(
-          authorizePath({
-            client_id: "cli",
-            redirect_uri: redirectUri,
-            response_type: "code",
-            code_challenge: challenge,
-            code_challenge_method: "S256",
-            scope: "offline_access gateway:admin unknown:scope",
-            state: "state-123",
-            resource: gateway.mcpUrl
-          })
-        )
+      const { response: start, verifier } = yield* promise(() =>
+        beginCodeFlow(browser, redirectUri, {
+          scope: "offline_access gateway:admin unknown:scope",
+          state: "state-123",
+          resource: gateway.mcpUrl
+        })
       )
       expect(start.status).toBe(303)
       expect(start.headers.get("location")).toMatch(/^\/sso\?login=[A-Za-z0-9_-]{43}$/)

@@ -12,12 +12,11 @@ import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { UserRepo } from "../../src/store/users.js"
 import { configOf } from "../fixtures/config/base.js"
 import {
-  authorizePath,
   Browser,
+  beginCodeFlow,
   callbackParams,
   exchange,
   obtainCode,
-  pkcePair,
   refresh,
   signIn
 } from "../support/oauth-client.js"
@@ -75,19 +74,9 @@ describe("scopes a user holds", () => {
         })
       )
       const browser = new Browser(gateway.baseUrl)
-      const { verifier, challenge } = pkcePair()
       const redirectUri = "http://127.0.0.1:50000/callback"
-      const start = yield* promise(() =>
-        browser.get(
-          authorizePath({
-            client_id: "cli",
-            redirect_uri: redirectUri,
-            response_type: "code",
-            code_challenge: challenge,
-            code_challenge_method: "S256",
-            scope: everything
-          })
-        )
+      const { response: start, verifier } = yield* promise(() =>
+        beginCodeFlow(browser, redirectUri, { scope: everything })
       )
       const page = yield* promise(() => browser.follow(start))
       const done = yield* promise(() => signIn(browser, page, { username: "alice", password, totp: {}, nowMs: 0 }))

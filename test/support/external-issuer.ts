@@ -1,5 +1,6 @@
-import { createServer, type Server } from "node:https"
+import { createServer } from "node:https"
 import * as jose from "jose"
+import { listenRestartable } from "./restartable.js"
 import type { TestCa } from "./test-ca.js"
 
 /**
@@ -58,18 +59,8 @@ export const startExternalIssuer = async (ca: TestCa): Promise<ExternalIssuer> =
     response.writeHead(200, { "content-type": "application/jwk-set+json" })
     response.end(JSON.stringify({ keys: published.map((key) => key.publicJwk) }))
   }
-  let server: Server | undefined
-  const listen = (port: number) =>
-    new Promise<number>((done, failed) => {
-      const created = createServer({ key: ca.key, cert: ca.cert }, handler)
-      created.once("error", failed)
-      created.listen(port, "127.0.0.1", () => {
-        server = created
-        const address = created.address()
-        done(typeof address === "object" && address !== null ? address.port : port)
-      })
-    })
-  const port = await listen(0)
+  const listening = await listenRestartable(() => createServer({ key: ca.key, cert: ca.cert }, handler))
+  const port = listening.port
   const issuer = "https://issuer.test.example"
   return {
     issuer,
@@ -95,16 +86,7 @@ export const startExternalIssuer = async (ca: TestCa): Promise<ExternalIssuer> =
         .setIssuedAt()
         .setExpirationTime(Math.floor(Date.now() / 1000) + (options.expiresInSeconds ?? 600))
         .sign(key.privateKey),
-    stop: () =>
-      new Promise<void>((done) => {
-        const current = server
-        server = undefined
-        if (current === undefined) return done()
-        current.close(() => done())
-        current.closeAllConnections()
-      }),
-    start: async () => {
-      if (server === undefined) await listen(port)
-    }
+    stop: listening.stop,
+    start: listening.start
   }
 }

@@ -1,10 +1,5 @@
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse
-} from "node:http"
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
+import { listenRestartable } from "./restartable.js"
 
 /**
  * A real loopback HTTP server around a web-standard handler (the MCP server SDK's `handler.fetch`), for
@@ -46,47 +41,31 @@ export const serveLoopback = async (
   port = 0
 ): Promise<LoopbackServer> => {
   const requests: LoopbackServer["requests"] = []
-  let server: Server | undefined
-  const listen = (at: number) =>
-    new Promise<number>((done, fail) => {
-      const created = createServer(async (req, res) => {
-        const controller = new AbortController()
-        res.on("close", () => controller.abort())
-        const chunks: Array<Buffer> = []
-        for await (const chunk of req) chunks.push(chunk as Buffer)
-        const body = Buffer.concat(chunks)
-        requests.push({ method: req.method ?? "", headers: req.headers, body: body.toString("utf8") })
-        try {
-          const response = await handle(toWebRequest(req, body, controller.signal), req, res)
-          if (response !== undefined) await writeWebResponse(response, res)
-        } catch {
-          if (!res.headersSent) res.writeHead(500)
-          res.end()
-        }
-      })
-      created.keepAliveTimeout = 1000
-      created.once("error", fail)
-      created.listen(at, "127.0.0.1", () => {
-        server = created
-        const address = created.address()
-        done(typeof address === "object" && address !== null ? address.port : at)
-      })
+  const create = () => {
+    const created = createServer(async (req, res) => {
+      const controller = new AbortController()
+      res.on("close", () => controller.abort())
+      const chunks: Array<Buffer> = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      const body = Buffer.concat(chunks)
+      requests.push({ method: req.method ?? "", headers: req.headers, body: body.toString("utf8") })
+      try {
+        const response = await handle(toWebRequest(req, body, controller.signal), req, res)
+        if (response !== undefined) await writeWebResponse(response, res)
+      } catch {
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      }
     })
-  const bound = await listen(port)
+    created.keepAliveTimeout = 1000
+    return created
+  }
+  const listening = await listenRestartable(create, port)
   return {
-    port: bound,
-    url: `http://127.0.0.1:${bound}/mcp`,
+    port: listening.port,
+    url: `http://127.0.0.1:${listening.port}/mcp`,
     requests,
-    stop: () =>
-      new Promise<void>((done) => {
-        const current = server
-        server = undefined
-        if (current === undefined) return done()
-        current.close(() => done())
-        current.closeAllConnections()
-      }),
-    start: async () => {
-      if (server === undefined) await listen(bound)
-    }
+    stop: listening.stop,
+    start: listening.start
   }
 }

@@ -227,6 +227,31 @@ export const refresh = async (origin: string, refreshToken: string, overrides: R
 }
 
 /**
+ * Starts an authorization-code request for the test client `cli` with a fresh S256 challenge and the
+ * `extra` query parameters; the verifier is for the token exchange.
+ */
+export const beginCodeFlow = async (
+  browser: Browser,
+  redirectUri: string,
+  extra: Record<string, string> = {},
+  headers: Record<string, string> = {}
+): Promise<{ readonly response: Response; readonly verifier: string }> => {
+  const { verifier, challenge } = pkcePair()
+  const response = await browser.get(
+    authorizePath({
+      client_id: "cli",
+      redirect_uri: redirectUri,
+      response_type: "code",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+      ...extra
+    }),
+    headers
+  )
+  return { response, verifier }
+}
+
+/**
  * Starts an authorization request for the test client `cli` (loopback redirect, fresh S256 challenge,
  * state `s`), with `extra` query parameters and request `headers` (e.g. X-Forwarded-For).
  */
@@ -235,15 +260,6 @@ export const startAuthorization = (
   extra: Record<string, string> = {},
   headers: Record<string, string> = {}
 ): Promise<Response> =>
-  browser.get(
-    authorizePath({
-      client_id: "cli",
-      redirect_uri: "http://127.0.0.1:40000/callback",
-      response_type: "code",
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: "S256",
-      state: "s",
-      ...extra
-    }),
-    headers
+  beginCodeFlow(browser, "http://127.0.0.1:40000/callback", { state: "s", ...extra }, headers).then(
+    (started) => started.response
   )
