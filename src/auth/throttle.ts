@@ -76,6 +76,8 @@ export interface Attempt {
   readonly accountAtAddress: string
   readonly address: string
   readonly account: string
+  /** Counted in the all-addresses window (not at a known address): only then is it taken back from there. */
+  readonly countedForAccount: boolean
 }
 
 /**
@@ -133,7 +135,7 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
       pairs.add(keys.accountAtAddress, now)
       addresses.add(keys.address, now)
       if (!knownHere) accounts.add(keys.account, now)
-      return { at: now, ...keys } satisfies Attempt
+      return { at: now, ...keys, countedForAccount: !knownHere } satisfies Attempt
     })
 
     /** The attempt was right (a correct password before the second factor): it was no failure. */
@@ -141,7 +143,8 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
       Effect.sync(() => {
         pairs.remove(attempt.accountAtAddress, attempt.at)
         addresses.remove(attempt.address, attempt.at)
-        accounts.remove(attempt.account, attempt.at)
+        // A stranger's failure counted in the same millisecond must not be the one taken back.
+        if (attempt.countedForAccount) accounts.remove(attempt.account, attempt.at)
       })
 
     /**

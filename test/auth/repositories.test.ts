@@ -189,6 +189,17 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
       expect(Option.isSome(yield* accounts.checkPassword(username, password))).toBe(true)
       // A password changed meanwhile is never overwritten by a late rehash.
       expect(yield* credentials.rehashPassword(userId, old, "scrypt$15$8$3$x$y")).toBe(false)
+      // A rehash that cannot be written (a busy database) does not fail the sign-in; the old hash stays.
+      yield* credentials.setPassword(userId, old, now)
+      const failingWrites = Layer.succeed(
+        LocalCredentialRepo,
+        LocalCredentialRepo.make({ ...credentials, rehashPassword: () => Effect.die(new Error("database is locked")) })
+      )
+      const signedIn = yield* Effect.flatMap(LocalAccounts, (local) => local.checkPassword(username, password)).pipe(
+        Effect.provide(LocalAccounts.Default.pipe(Layer.provide(failingWrites)))
+      )
+      expect(Option.isSome(signedIn)).toBe(true)
+      expect(Option.getOrThrow(yield* credentials.find(userId)).password_hash).toBe(old)
     }).pipe(Effect.provide(LocalAccounts.Default.pipe(Layer.provideMerge(layerFor(kind)))))
   )
 

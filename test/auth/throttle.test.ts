@@ -80,6 +80,15 @@ describe("LoginThrottle", () => {
         expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(true)
       }
       expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(false)
+      // A right password at the known address takes back only its own attempt: the strangers' failures
+      // (counted in the same millisecond here, the clock being frozen) all stay.
+      yield* TestClock.adjust("15 minutes")
+      yield* throttle.succeeded(yield* throttle.reserve("owner", "192.0.2.50"))
+      for (let index = 0; index < MAX_ACCOUNT_FAILURES; index++) {
+        yield* Effect.either(throttle.reserve("owner", `10.3.${Math.floor(index / 200)}.${index % 200}`))
+      }
+      yield* throttle.release(yield* throttle.reserve("owner", "192.0.2.50"))
+      expect(yield* allowed(throttle, "owner", "203.0.113.10")).toBe(false)
       // An address is known for 30 days after the last complete sign-in from it.
       yield* TestClock.adjust("31 days")
       for (let index = 0; index < MAX_ACCOUNT_FAILURES; index++) {

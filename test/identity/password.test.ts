@@ -6,12 +6,24 @@ import {
   DUMMY_PASSWORD_HASH,
   generatePassword,
   hashPassword,
+  needsRehash,
   verifyPassword
 } from "../../src/identity/local/password.js"
 
 const secret = Redacted.make
 
 describe("password hashing", () => {
+  it("upgrades only hashes weaker than today's parameters, never a stronger or malformed one", () => {
+    const salt = Buffer.alloc(16).toString("base64url")
+    const key = Buffer.alloc(32).toString("base64url")
+    expect(needsRehash(`scrypt$15$8$1$${salt}$${key}`)).toBe(true)
+    expect(needsRehash(`scrypt$14$8$3$${salt}$${key}`)).toBe(true)
+    expect(needsRehash(`scrypt$15$8$3$${salt}$${Buffer.alloc(16).toString("base64url")}`)).toBe(true)
+    expect(needsRehash(DUMMY_PASSWORD_HASH)).toBe(false)
+    expect(needsRehash(`scrypt$16$8$4$${salt}$${key}`)).toBe(false)
+    expect(needsRehash("not-a-hash")).toBe(false)
+  })
+
   it.effect("verifies the right password and refuses a wrong one", () =>
     Effect.gen(function* () {
       const stored = yield* hashPassword(secret("correct horse battery staple"))

@@ -33,7 +33,13 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       const stored = Option.match(credential, { onNone: () => DUMMY_PASSWORD_HASH, onSome: (row) => row.password_hash })
       const matches = yield* verifyPassword(password, stored)
       if (!matches || Option.isNone(user) || Option.isNone(credential)) return Option.none<PasswordVerified>()
-      if (needsRehash(stored)) yield* credentials.rehashPassword(user.value.id, stored, yield* hashPassword(password))
+      // Best effort: a failed write leaves the old hash, which still verifies; the sign-in goes on.
+      if (needsRehash(stored)) {
+        yield* hashPassword(password).pipe(
+          Effect.flatMap((next) => credentials.rehashPassword(user.value.id, stored, next)),
+          Effect.catchAllDefect((defect) => Effect.logWarning("password rehash failed", defect))
+        )
+      }
       return Option.some<PasswordVerified>({
         user: user.value,
         totpEnrolled: credential.value.totp_secret_sealed !== null

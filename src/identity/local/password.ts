@@ -71,14 +71,15 @@ export const verifyPassword = (password: Redacted.Redacted<string>, stored: stri
   })
 
 /**
- * True when a stored hash that just verified was made with other parameters than today's (say p = 1,
+ * True when a stored hash that just verified was made with weaker parameters than today's (say p = 1,
  * before the cost was raised): the sign-in that proved the password replaces it with a current hash.
+ * A hash at least as strong in every parameter is kept as it is.
  */
 export const needsRehash = (stored: string): boolean => {
   const parsed = parse(stored)
   if (parsed === undefined) return false
   const { logN, r, p } = parsed.parameters
-  return logN !== LOG_N || r !== R || p !== P || parsed.hash.length !== KEY_BYTES
+  return logN < LOG_N || r < R || p < P || parsed.hash.length < KEY_BYTES
 }
 
 /** A generated password: 24 base64url characters, 144 random bits. */
