@@ -41,7 +41,9 @@ export class ChannelFailure extends Error {
      * The backend may be down or have lost its session: worth a probe. False when it answered with a
      * client error (4xx but 404) — it is up, and refused this one request.
      */
-    readonly probe = reason === "failed"
+    readonly probe = reason === "failed",
+    /** A 2025-era backend answered 404 to our session id: it forgot the session (restarted); nothing ran. */
+    readonly sessionLost = false
   ) {
     super(detail)
   }
@@ -172,14 +174,14 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         options.signal.removeEventListener("abort", onAbort)
         then()
       }
-      const fail = (reason: ChannelFailure["reason"], detail: string, probe?: boolean) =>
+      const fail = (reason: ChannelFailure["reason"], detail: string, probe?: boolean, sessionLost?: boolean) =>
         settle(() => {
           outgoing?.destroy()
           if (reason !== "failed" && session.era === "legacy") {
             const params = { requestId: id, reason: detail }
             post(session, "notifications/cancelled", { jsonrpc: "2.0", method: "notifications/cancelled", params })
           }
-          reject(new ChannelFailure(reason, detail, probe))
+          reject(new ChannelFailure(reason, detail, probe, sessionLost))
         })
       const timer = setTimeout(() => fail("timeout", "the call's deadline passed"), Math.max(1, options.timeoutMs))
       const onAbort = () => fail("cancelled", "the caller cancelled the call")
@@ -225,7 +227,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         if (!stream && !json) {
           incoming.resume()
           const refused = status >= 400 && status < 500 && status !== 404
-          return fail("failed", `the backend answered HTTP ${status} (${type || "no content type"})`, !refused)
+          const lost = status === 404 && session.sessionId !== undefined
+          return fail("failed", `the backend answered HTTP ${status} (${type || "no content type"})`, !refused, lost)
         }
         incoming.setEncoding("utf8")
         let size = 0

@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Either, Layer, Queue } from "effect"
 import { Config } from "../config/service.js"
+import type { BackendChannel } from "./backend-channel.js"
 import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./backend-connection.js"
 import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./backend-slot.js"
 import type { BackendCatalog } from "./catalog.js"
@@ -15,6 +16,7 @@ export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
 export class BackendsUnavailable extends Error {}
 
 const probeSpacing = Duration.seconds(1)
+const channelPollMs = 25
 
 const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
   current !== undefined && JSON.stringify(current) === JSON.stringify(next)
@@ -34,6 +36,16 @@ export class Backends extends Context.Tag("gateway/Backends")<
     readonly index: () => CatalogIndex
     /** Called by a request whose backend call failed below the protocol: the worker probes and reconnects. */
     readonly reportFailure: (backend: number) => void
+    /**
+     * The channel of the backend's next connection, once the worker has made one after `previous`
+     * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first.
+     */
+    readonly nextChannel: (
+      backend: number,
+      previous: BackendChannel,
+      until: number,
+      signal: AbortSignal
+    ) => Promise<BackendChannel | undefined>
     /** Runs `listener` after every index rebuild (the /mcp endpoint tells subscribed clients). */
     readonly onIndexChange: (listener: () => void) => void
     /** Catalogs a following generation may inherit (spec Versioning 8). */
@@ -164,6 +176,15 @@ export const BackendsLive = Layer.scoped(
       reportFailure: (at) => {
         const queue = wakeups[at]
         if (queue !== undefined) Queue.unsafeOffer(queue, "failed")
+      },
+      nextChannel: async (at, previous, until, signal) => {
+        const slot = slots[at]
+        while (slot !== undefined && !signal.aborted && Date.now() < until) {
+          const channel = slot.channel
+          if (channel !== undefined && channel !== previous) return channel
+          await new Promise((done) => setTimeout(done, channelPollMs))
+        }
+        return undefined
       },
       onIndexChange: (listener) => {
         listeners.add(listener)

@@ -9,6 +9,7 @@ import { metadataUrl } from "../auth/resource-metadata.js"
 import { formatDuration } from "../config/duration.js"
 import { Config } from "../config/service.js"
 import { HttpError } from "../http/error-body.js"
+import type { BackendChannel } from "./backend-channel.js"
 import { Backends } from "./backends.js"
 import { CatalogFilter, missingScopes } from "./catalog-filter.js"
 import { McpEndpoint } from "./endpoint.js"
@@ -150,6 +151,8 @@ export const McpPostLive = Layer.scoped(
             caller,
             inFlight: endpoint.inFlight,
             reportFailure: () => backends.reportFailure(tool.backend),
+            nextChannel: (previous: BackendChannel, until: number) =>
+              backends.nextChannel(tool.backend, previous, until, signal),
             signal,
             deadline
           }

@@ -3,7 +3,7 @@ import { ProtocolErrorCode, SERVER_INFO_META_KEY } from "@modelcontextprotocol/s
 import { Duration } from "effect"
 import type { Caller } from "../auth/caller.js"
 import { version } from "../version.js"
-import { ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
+import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
 import type { BackendSlot } from "./backend-slot.js"
 import { withoutReservedMeta } from "./catalog.js"
 import type { ExposedTool } from "./catalog-index.js"
@@ -44,6 +44,8 @@ export interface DirectCallContext {
   readonly caller: Caller
   readonly inFlight: InFlightCalls
   readonly reportFailure: () => void
+  /** The backend's channel once it has reconnected after `previous` failed (Backends.nextChannel). */
+  readonly nextChannel: (previous: BackendChannel, until: number) => Promise<BackendChannel | undefined>
   /** The request's cancellation: disconnect, request_timeout, generation closing. */
   readonly signal: AbortSignal
   /** Absolute deadline (ms since epoch) for the backend's answer. */
@@ -112,14 +114,26 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
           reply.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken } })
   const params =
     call.arguments === undefined ? { name: tool.original } : { name: tool.original, arguments: call.arguments }
-  try {
-    const outcome = await context.inFlight.track(context.caller, call.id, context.signal, (signal) =>
-      channel.call("tools/call", params, tool.original, {
+  const send = (over: BackendChannel) =>
+    context.inFlight.track(context.caller, call.id, context.signal, (signal) =>
+      over.call("tools/call", params, tool.original, {
         signal,
-        timeoutMs,
+        timeoutMs: Math.min(timeoutMs, context.deadline - Date.now()),
         ...(onProgress === undefined ? {} : { onProgress })
       })
     )
+  // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
+  // a new session the call is sent again, so a backend's restart costs the caller a moment, not an error.
+  const sendOnce = (over: BackendChannel) =>
+    send(over).catch(async (error: unknown) => {
+      if (!(error instanceof ChannelFailure) || !error.sessionLost) throw error
+      context.reportFailure()
+      const next = await context.nextChannel(over, context.deadline)
+      if (next === undefined) throw error
+      return send(next)
+    })
+  try {
+    const outcome = await sendOnce(channel)
     if (!outcome.ok) return answer({ error: errorOf(outcome.error) })
     const result = callResult(outcome.result, call.era, backendId)
     if (result === "input") {

@@ -252,6 +252,14 @@ describe("the backend channel", () => {
     }
   })
 
+  it("a 404 to a request that carried a session id says the session is gone (nothing ran); without one it does not", async () => {
+    script = () => new Response("gone", { status: 404 })
+    const lost = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options()))
+    expect((lost as ChannelFailure).sessionLost).toBe(true)
+    const plain = await failureOf(channel(modern).call("tools/call", { name: "x" }, "x", options()))
+    expect((plain as ChannelFailure).sessionLost).toBe(false)
+  })
+
   it("an unreachable backend is a failed call, not a hang", async () => {
     const down = makeBackendChannel({
       url: new URL("http://127.0.0.1:1/mcp"),

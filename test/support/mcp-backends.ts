@@ -1,4 +1,10 @@
-import { createMcpHandler, McpServer, ResourceTemplate } from "@modelcontextprotocol/server"
+import { randomUUID } from "node:crypto"
+import {
+  createMcpHandler,
+  McpServer,
+  ResourceTemplate,
+  WebStandardStreamableHTTPServerTransport
+} from "@modelcontextprotocol/server"
 import * as z from "zod/v4"
 import { type LoopbackServer, serveLoopback } from "./mcp-http.js"
 
@@ -151,4 +157,46 @@ export const startLegacyBackend = async (name: string): Promise<TestBackend> => 
   })
   // The 1.x stateless server has no stream to announce changes on.
   return Object.assign(loopback, { aborted, toolsChanged: () => {} })
+}
+
+/** A stateful backend: one session per `initialize`, kept until `forgetSessions` (a restart, as the gateway sees it). */
+export interface StatefulBackend extends TestBackend {
+  readonly sessions: () => ReadonlyArray<string>
+  forgetSessions(): void
+}
+
+/**
+ * A 2025-era backend with sessions (server SDK 2.x, `WebStandardStreamableHTTPServerTransport` with a
+ * session id generator), speaking only `protocolVersion`: requests must carry the session id the
+ * `initialize` answer gave, and an unknown session is answered 404, as the Streamable HTTP spec says.
+ */
+export const startStatefulBackend = async (name: string, protocolVersion = "2025-06-18"): Promise<StatefulBackend> => {
+  const aborted: Array<string> = []
+  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>()
+  const loopback = await serveLoopback(async (request) => {
+    const id = request.headers.get("mcp-session-id")
+    if (id !== null) {
+      const transport = sessions.get(id)
+      if (transport !== undefined) return transport.handleRequest(request)
+      const error = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }
+      return new Response(JSON.stringify(error), { status: 404, headers: { "content-type": "application/json" } })
+    }
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (session) => {
+        sessions.set(session, transport)
+      }
+    })
+    const server = new McpServer({ name, version: "1.0.0" }, { supportedProtocolVersions: [protocolVersion] })
+    commonTools(server, name)
+    await server.connect(transport)
+    return transport.handleRequest(request)
+  })
+  return Object.assign(loopback, {
+    aborted,
+    toolsChanged: () => {},
+    sessions: () => [...sessions.keys()],
+    forgetSessions: () => sessions.clear()
+  })
 }
