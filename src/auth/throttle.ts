@@ -36,6 +36,8 @@ export interface FailureWindow {
   /** Takes back one attempt made at `at` (it succeeded). */
   readonly remove: (key: string, at: number) => void
   readonly clear: (key: string) => void
+  /** Drops the failures of `key` counted before `since`; true when there were any. */
+  readonly forgetBefore: (key: string, since: number) => boolean
 }
 
 /** The last `limit` failure times per key. Writing a key moves it last, so the first key is the stalest. */
@@ -66,6 +68,15 @@ export const makeFailureWindow = (limit: number, maxKeys = MAX_KEYS): FailureWin
     },
     clear: (key) => {
       failures.delete(key)
+    },
+    forgetBefore: (key, since) => {
+      const list = failures.get(key)
+      if (list === undefined) return false
+      const kept = list.filter((at) => at >= since)
+      if (kept.length === list.length) return false
+      if (kept.length === 0) failures.delete(key)
+      else failures.set(key, kept)
+      return true
     }
   }
 }
@@ -163,6 +174,20 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
         )
       )
 
-    return { reserve, release, succeeded } as const
+    /**
+     * The account's password was set anew at `since` (an operator's `init-admin --reset`): failures
+     * counted for it before then were guesses at a password that no longer exists, so its own windows
+     * (at this address and from all addresses) forget them. The address's window across accounts is
+     * left alone. True when anything was forgotten.
+     */
+    const forgiveBefore = (username: string, address: string, since: number) =>
+      Effect.sync(() => {
+        const keys = throttleKeys(username, address)
+        const pair = pairs.forgetBefore(keys.accountAtAddress, since)
+        const account = accounts.forgetBefore(keys.account, since)
+        return pair || account
+      })
+
+    return { reserve, release, succeeded, forgiveBefore } as const
   }
 }) {}

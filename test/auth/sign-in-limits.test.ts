@@ -5,12 +5,15 @@
  * throttle, and pending sign-ins are capped per client address.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { MAX_TRANSACTIONS_PER_ADDRESS } from "../../src/auth/pending.js"
 import { MAX_ACCOUNT_ADDRESS_FAILURES } from "../../src/auth/throttle.js"
+import { hashPassword } from "../../src/identity/local/password.js"
 import { totpAt } from "../../src/identity/local/totp.js"
+import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
+import { UserRepo } from "../../src/store/users.js"
 import { Browser, callbackParams, formFields, obtainCode, signIn, startAuthorization } from "../support/oauth-client.js"
-import { ADMIN_PASSWORD, oauthGateway } from "../support/oauth-gateway.js"
+import { ADMIN_PASSWORD, inGateway, oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
@@ -105,6 +108,50 @@ describe("sign-in limits over HTTP", () => {
         303,
         expect.stringMatching(/^\/sso\?login=/)
       ])
+    })
+  )
+
+  it.scoped("a password reset while the gateway runs (init-admin --reset) lifts the lockout it caused", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const browser = new Browser(gateway.baseUrl)
+      const fields = yield* signInForm(browser)
+      const post = (password: string) =>
+        promise(() => browser.post("/sso/login/local", { ...fields, username: "admin", password }))
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) {
+        expect((yield* post("forgotten password")).status).toBe(401)
+      }
+      expect((yield* post(ADMIN_PASSWORD)).status).toBe(429)
+      // What init-admin --reset writes, from outside the running gateway's throttle.
+      const fresh = "a brand new password 42"
+      yield* inGateway(gateway)(
+        Effect.gen(function* () {
+          const admin = yield* (yield* UserRepo).findLocalByUsername("admin")
+          const hash = yield* hashPassword(Redacted.make(fresh))
+          yield* (yield* LocalCredentialRepo).setPassword(Option.getOrThrow(admin).id, hash, new Date())
+        })
+      )
+      // The old password is simply wrong now, and counts again; the new one signs in.
+      expect((yield* post(ADMIN_PASSWORD)).status).toBe(401)
+      const signedIn = yield* post(fresh)
+      expect([signedIn.status, signedIn.headers.get("location")]).toEqual([
+        303,
+        expect.stringMatching(/^\/sso\?login=/)
+      ])
+    })
+  )
+
+  it.scoped("a lockout is not lifted for a name whose password did not change since the failures", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const browser = new Browser(gateway.baseUrl)
+      const fields = yield* signInForm(browser)
+      const post = (username: string, password: string) =>
+        promise(() => browser.post("/sso/login/local", { ...fields, username, password }))
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) yield* post("admin", "guess")
+      expect((yield* post("admin", ADMIN_PASSWORD)).status).toBe(429)
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) yield* post("nobody", "guess")
+      expect((yield* post("nobody", "guess")).status).toBe(429)
     })
   )
 

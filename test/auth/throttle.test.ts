@@ -4,7 +4,7 @@
  * per address and per account, fixed-size keys and eviction that keeps recent counters.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, TestClock } from "effect"
+import { Clock, Effect, Either, TestClock } from "effect"
 import {
   LoginThrottle,
   MAX_ACCOUNT_ADDRESS_FAILURES,
@@ -95,6 +95,24 @@ describe("LoginThrottle", () => {
         yield* Effect.either(throttle.reserve("owner", `10.2.${Math.floor(index / 200)}.${index % 200}`))
       }
       expect(yield* allowed(throttle, "owner", "192.0.2.50")).toBe(false)
+    }).pipe(Effect.provide(LoginThrottle.Default))
+  )
+
+  it.effect("a new password forgives the account's earlier failures, never the address's spray window", () =>
+    Effect.gen(function* () {
+      const throttle = yield* LoginThrottle
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) yield* throttle.reserve("admin", "192.0.2.7")
+      for (let index = 0; index < MAX_ADDRESS_FAILURES - MAX_ACCOUNT_ADDRESS_FAILURES; index++) {
+        yield* throttle.reserve(`other${index}`, "192.0.2.7")
+      }
+      yield* TestClock.adjust("1 minute")
+      const resetAt = (yield* Clock.currentTimeMillis) - 1
+      // Forgiving failures after the reset is a no-op; the ones before it go from the account's windows…
+      expect(yield* throttle.forgiveBefore("admin", "192.0.2.7", 0)).toBe(false)
+      expect(yield* throttle.forgiveBefore("admin", "192.0.2.7", resetAt)).toBe(true)
+      // …but this address sprayed 20 names: it stays refused for every name until its window passes.
+      expect(yield* allowed(throttle, "admin", "192.0.2.7")).toBe(false)
+      expect(yield* allowed(throttle, "admin", "192.0.2.8")).toBe(true)
     }).pipe(Effect.provide(LoginThrottle.Default))
   )
 

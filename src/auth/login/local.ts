@@ -54,10 +54,20 @@ export const localLoginEndpoint = answerPage(
       return stagePage(settings, transaction, "Enter your user name and password.", 400)
     }
     const throttle = yield* LoginThrottle
-    const attempt = yield* Effect.either(throttle.reserve(username.value, yield* clientAddress))
+    const accounts = yield* LocalAccounts
+    const address = yield* clientAddress
+    let attempt = yield* Effect.either(throttle.reserve(username.value, address))
+    if (attempt._tag === "Left") {
+      // Failures counted before an operator set a new password (init-admin --reset, even with this
+      // gateway running) were guesses at the old one: they no longer hold the account back.
+      const setAt = yield* accounts.passwordSetAt(username.value)
+      if (Option.isSome(setAt) && (yield* throttle.forgiveBefore(username.value, address, setAt.value))) {
+        attempt = yield* Effect.either(throttle.reserve(username.value, address))
+      }
+    }
     if (attempt._tag === "Left") return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
 
-    const verified = yield* (yield* LocalAccounts).checkPassword(username.value, Redacted.make(password.value))
+    const verified = yield* accounts.checkPassword(username.value, Redacted.make(password.value))
     // A wrong password keeps its counted attempt; a right one gives it back (the second factor counts anew).
     if (Option.isNone(verified)) return stagePage(settings, transaction, WRONG, 401)
     yield* throttle.release(attempt.right)

@@ -46,6 +46,15 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       })
     })
 
+    /** When the local account `username`'s password was last set (ms since epoch), if there is such an account. */
+    const passwordSetAt = Effect.fn("LocalAccounts.passwordSetAt")(function* (username: string) {
+      if (username.length > MAX_USERNAME_LENGTH) return Option.none<number>()
+      const user = yield* users.findLocalByUsername(username)
+      if (Option.isNone(user)) return Option.none<number>()
+      const credential = yield* credentials.find(user.value.id)
+      return Option.map(credential, (row) => row.password_changed_at.getTime())
+    })
+
     /** True when `code` is the user's current TOTP code and was not used before. */
     const checkTotp = Effect.fn("LocalAccounts.checkTotp")(function* (userId: string, code: string) {
       const credential = yield* credentials.find(userId)
@@ -72,6 +81,6 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       return yield* credentials.enrollTotp(userId, sealer.seal(secret, totpSealContext(userId)), step)
     })
 
-    return { checkPassword, checkTotp, confirmEnrollment } as const
+    return { checkPassword, passwordSetAt, checkTotp, confirmEnrollment } as const
   })
 }) {}
