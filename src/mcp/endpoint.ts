@@ -3,8 +3,8 @@ import { Context, Effect, Layer, Runtime } from "effect"
 import { Config } from "../config/service.js"
 import { Backends } from "./backends.js"
 import { CatalogFilter } from "./catalog-filter.js"
-import { InFlightCalls } from "./in-flight.js"
 import { makeServerFactory, type RequestGrant } from "./server-factory.js"
+import { ToolCalls } from "./tool-calls.js"
 
 /**
  * The SDK's stateless Streamable HTTP handler for one generation: `createMcpHandler` over the per-request
@@ -13,11 +13,7 @@ import { makeServerFactory, type RequestGrant } from "./server-factory.js"
  */
 export class McpEndpoint extends Context.Tag("gateway/McpEndpoint")<
   McpEndpoint,
-  {
-    readonly serve: (request: Request, parsedBody: unknown, grant: RequestGrant) => Promise<Response>
-    /** Calls in flight on either path, so a `notifications/cancelled` finds the call it names. */
-    readonly inFlight: InFlightCalls
-  }
+  { readonly serve: (request: Request, parsedBody: unknown, grant: RequestGrant) => Promise<Response> }
 >() {}
 
 export const McpEndpointLive = Layer.scoped(
@@ -28,7 +24,7 @@ export const McpEndpointLive = Layer.scoped(
     const filter = yield* CatalogFilter
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const grants = new WeakMap<AuthInfo, RequestGrant>()
-    const inFlight = new InFlightCalls()
+    const toolCalls = yield* ToolCalls
     const factory = makeServerFactory({
       slots: backends.slots,
       index: backends.index,
@@ -36,7 +32,7 @@ export const McpEndpointLive = Layer.scoped(
       reportFailure: backends.reportFailure,
       pageSize: config.catalog.page_size,
       grants,
-      inFlight
+      toolCalls
     })
     const handler = createMcpHandler(factory, {
       // Rejections are answered to the client already; the log line helps whoever debugs the client.
@@ -49,7 +45,6 @@ export const McpEndpointLive = Layer.scoped(
       handler.notify.resourcesChanged()
     })
     return {
-      inFlight,
       serve: (request, parsedBody, grant) => {
         // The token itself stays out: handlers get the caller through the grant, never the credential.
         const authInfo: AuthInfo = {

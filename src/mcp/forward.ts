@@ -33,7 +33,7 @@ const isTimeout = (error: unknown) =>
  */
 export const forward = async <T>(
   target: ForwardTarget,
-  ctx: ServerContext,
+  onProgress: ((progress: Record<string, unknown>) => void) | undefined,
   signal: AbortSignal,
   send: (client: Client, options: RequestOptions) => Promise<T>
 ): Promise<T> => {
@@ -43,20 +43,11 @@ export const forward = async <T>(
     throw new ProtocolError(ProtocolErrorCode.InternalError, backendUnavailable(slot.config.id))
   }
   const timeout = Math.min(target.deadline - Date.now(), Duration.toMillis(slot.config.timeouts.call))
-  const progressToken = ctx.mcpReq._meta?.progressToken
   const options: RequestOptions = {
     signal,
     timeout: Math.max(1, timeout),
     maxTotalTimeout: Math.max(1, timeout),
-    ...(progressToken === undefined
-      ? {}
-      : {
-          onprogress: (progress) => {
-            ctx.mcpReq
-              .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
-              .catch(() => {})
-          }
-        })
+    ...(onProgress === undefined ? {} : { onprogress: (progress) => onProgress({ ...progress }) })
   }
   try {
     return await send(client, options)
@@ -71,5 +62,16 @@ export const forward = async <T>(
     }
     target.reportFailure()
     throw new ProtocolError(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
+  }
+}
+
+/** Progress the backend reports, relayed to a caller of the SDK path that asked for it (sent a `progressToken`). */
+export const progressOf = (ctx: ServerContext): ((progress: Record<string, unknown>) => void) | undefined => {
+  const progressToken = ctx.mcpReq._meta?.progressToken
+  if (progressToken === undefined) return undefined
+  return (progress) => {
+    ctx.mcpReq
+      .notify({ method: "notifications/progress", params: { ...progress, progressToken } as never })
+      .catch(() => {})
   }
 }

@@ -9,7 +9,6 @@ import { metadataUrl } from "../auth/resource-metadata.js"
 import { formatDuration } from "../config/duration.js"
 import { Config } from "../config/service.js"
 import { HttpError } from "../http/error-body.js"
-import type { BackendChannel } from "./backend-channel.js"
 import { Backends } from "./backends.js"
 import { CatalogFilter, missingScopes } from "./catalog-filter.js"
 import { McpEndpoint } from "./endpoint.js"
@@ -17,6 +16,7 @@ import { corsHeaders, originAllowed, originRefused } from "./origin.js"
 import { Reply } from "./reply.js"
 import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
 import { directToolCall, serveDirectCall } from "./tool-call.js"
+import { ToolCalls } from "./tool-calls.js"
 import { directToolList, ToolPages } from "./tool-list.js"
 
 /**
@@ -75,6 +75,7 @@ export const McpPostLive = Layer.scoped(
     const backends = yield* Backends
     const filter = yield* CatalogFilter
     const endpoint = yield* McpEndpoint
+    const toolCalls = yield* ToolCalls
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const accessLog = config.log_level === "debug"
     const challengeUrl = metadataUrl(config.server.public_url)
@@ -141,24 +142,7 @@ export const McpPostLive = Layer.scoped(
         if (result !== undefined) return reply.result(list.id, result)
       }
       const direct = directToolCall(parsed.message, request.headers)
-      if (direct !== undefined) {
-        const tool = backends.index().toolByName.get(direct.name)
-        const visible = tool !== undefined && filter.visibleBackends(caller, config.backends)[tool.backend] === true
-        if (tool !== undefined && visible && !tool.paramHeaders) {
-          const context = {
-            slot: backends.slots[tool.backend]!,
-            tool,
-            caller,
-            inFlight: endpoint.inFlight,
-            reportFailure: () => backends.reportFailure(tool.backend),
-            nextChannel: (previous: BackendChannel, until: number) =>
-              backends.nextChannel(tool.backend, previous, until, signal),
-            signal,
-            deadline
-          }
-          return serveDirectCall(direct, context, reply)
-        }
-      }
+      if (direct !== undefined) return serveDirectCall(direct, { caller, toolCalls, signal, deadline }, reply)
       const response = await endpoint.serve(
         new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
         parsed.message,

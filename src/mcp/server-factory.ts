@@ -1,4 +1,4 @@
-import type { CompleteRequest } from "@modelcontextprotocol/client"
+import type { CallToolResult, CompleteRequest } from "@modelcontextprotocol/client"
 import {
   type AuthInfo,
   type McpRequestContext,
@@ -8,15 +8,16 @@ import {
   type ServerCapabilities,
   type ServerContext
 } from "@modelcontextprotocol/server"
+import type { Context } from "effect"
 import type { Caller } from "../auth/caller.js"
 import { version } from "../version.js"
 import type { BackendSlot } from "./backend-slot.js"
 import { withoutReservedMeta } from "./catalog.js"
 import type { CatalogIndex } from "./catalog-index.js"
-import { type ForwardTarget, forward as forwardWith } from "./forward.js"
-import type { InFlightCalls } from "./in-flight.js"
+import { type ForwardTarget, forward as forwardWith, progressOf } from "./forward.js"
 import { exposeContentUris, exposeUri, parseExposedUri } from "./naming.js"
 import { pageOf } from "./pagination.js"
+import type { ToolCalls } from "./tool-calls.js"
 
 /** What the /mcp route learned about a request before handing it to the SDK. */
 export interface RequestGrant {
@@ -32,7 +33,7 @@ export interface FactoryDeps {
   readonly pageSize: number
   /** Keyed by the AuthInfo object the route passes to `handler.fetch`, which the SDK hands back unchanged. */
   readonly grants: WeakMap<AuthInfo, RequestGrant>
-  readonly inFlight: InFlightCalls
+  readonly toolCalls: Context.Tag.Service<ToolCalls>
 }
 
 const unknown = (what: string, key: string) =>
@@ -58,8 +59,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       reportFailure: () => deps.reportFailure(backend)
     })
     const forward = <T>(backend: number, ctx: ServerContext, send: Parameters<typeof forwardWith<T>>[3]) =>
-      deps.inFlight.track(grant.caller, ctx.mcpReq.id, ctx.mcpReq.signal, (signal) =>
-        forwardWith(target(backend), ctx, signal, send)
+      deps.toolCalls.inFlight.track(grant.caller, ctx.mcpReq.id, ctx.mcpReq.signal, (signal) =>
+        forwardWith(target(backend), progressOf(ctx), signal, send)
       )
     const completions = index.completions.some((offered, backend) => offered && visible[backend])
     const capabilities: ServerCapabilities = {
@@ -74,15 +75,22 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       const page = pageOf(index.tools, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
       return { tools: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
     })
+    // ToolCalls owns tools/call on both paths; this handler only translates its outcome for the SDK.
     server.setRequestHandler("tools/call", async (request, ctx) => {
-      const entry = index.toolByName.get(request.params.name)
-      if (entry === undefined || !visible[entry.backend]) throw unknown("tool", request.params.name)
-      const { arguments: args } = request.params
-      const result = await forward(entry.backend, ctx, (client, options) =>
-        client.callTool({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
-      )
-      const backendId = deps.slots[entry.backend]!.config.id
-      return withoutReservedMeta({ ...result, content: exposeContentUris(backendId, result.content) })
+      const onProgress = progressOf(ctx)
+      const outcome = await deps.toolCalls.call({
+        caller: grant.caller,
+        name: request.params.name,
+        arguments: request.params.arguments,
+        requestId: ctx.mcpReq.id,
+        signal: ctx.mcpReq.signal,
+        deadline: grant.deadline,
+        ...(onProgress === undefined ? {} : { onProgress })
+      })
+      if (outcome._tag === "Result") return outcome.result as CallToolResult
+      if (outcome._tag === "Error")
+        throw new ProtocolError(outcome.error.code, outcome.error.message, outcome.error.data)
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "The call was cancelled.")
     })
     server.setRequestHandler("prompts/list", (request) => {
       const page = pageOf(index.prompts, visible, request.params?.cursor, deps.pageSize, (entry) => entry.item)
@@ -140,7 +148,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       })
     }
     server.setNotificationHandler("notifications/cancelled", (notification) => {
-      deps.inFlight.cancel(grant.caller, notification.params?.requestId)
+      deps.toolCalls.inFlight.cancel(grant.caller, notification.params?.requestId)
     })
     return server
   }

@@ -11,6 +11,7 @@ import type { BackendCatalog } from "../mcp/catalog.js"
 import { type CatalogFilter, ScopeCatalogFilter } from "../mcp/catalog-filter.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/endpoint.js"
 import { type McpPost, McpPostLive } from "../mcp/post.js"
+import { type ToolCalls, ToolCallsLive } from "../mcp/tool-calls.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
@@ -31,6 +32,7 @@ export type GenerationServices =
   | CatalogFilter
   | McpEndpoint
   | McpPost
+  | ToolCalls
 
 /**
  * The reloadable part: rebuilt from each validated configuration. `previous` is the catalogs of the
@@ -44,6 +46,6 @@ export const generationLayer = (
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
   const core = Layer.mergeAll(BearerVerifierLive, backends, ScopeCatalogFilter)
-  const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive))
+  const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive), Layer.provideMerge(ToolCallsLive))
   return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
 }

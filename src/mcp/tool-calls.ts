@@ -1,0 +1,190 @@
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
+import { Context, Duration, Effect, Layer } from "effect"
+import type { Caller } from "../auth/caller.js"
+import { Config } from "../config/service.js"
+import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
+import { Backends } from "./backends.js"
+import { withoutReservedMeta } from "./catalog.js"
+import { CatalogFilter } from "./catalog-filter.js"
+import type { ExposedTool } from "./catalog-index.js"
+import { isObject } from "./direct.js"
+import {
+  backendFailed,
+  backendTimedOut,
+  backendUnavailable,
+  forward,
+  inputNotRelayed,
+  requestTimeoutCode
+} from "./forward.js"
+import { InFlightCalls } from "./in-flight.js"
+import { exposeContentUris } from "./naming.js"
+
+/** One `tools/call` of one caller, whichever way it reached the gateway. */
+export interface ToolCallRequest {
+  readonly caller: Caller
+  /** The exposed name (`<backend>__<tool>`). */
+  readonly name: string
+  readonly arguments: Record<string, unknown> | undefined
+  /** The caller's JSON-RPC id: a `notifications/cancelled` names it. */
+  readonly requestId: string | number
+  /** The request's cancellation: disconnect, request_timeout, generation closing. */
+  readonly signal: AbortSignal
+  /** Absolute deadline (ms since epoch) for the backend's answer. */
+  readonly deadline: number
+  /** Progress the backend reports, when the caller asked for it. */
+  readonly onProgress?: (progress: Record<string, unknown>) => void
+}
+
+export type ToolCallOutcome =
+  /** The backend's result: reserved `_meta` removed, resource URIs exposed; the protocol layer stamps its own. */
+  | { readonly _tag: "Result"; readonly result: Record<string, unknown> }
+  | { readonly _tag: "Error"; readonly error: JsonRpcErrorObject }
+  /** The request itself was cancelled: nobody is left to answer. */
+  | { readonly _tag: "Cancelled" }
+
+/**
+ * The one owner of `tools/call` (docs/mcp.md, "How a request travels"): which tool an exposed name is,
+ * whether this caller may call it, how the call reaches the backend, and what the caller is told. Both
+ * of /mcp's paths — the gateway's direct answer and the MCP SDK's handler — go through it, so a rule
+ * added here (the policy engine's argument checks and approvals) holds on both.
+ */
+export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
+  ToolCalls,
+  {
+    readonly call: (request: ToolCallRequest) => Promise<ToolCallOutcome>
+    /** Backend calls in flight on either path, so a `notifications/cancelled` finds the one it names. */
+    readonly inFlight: InFlightCalls
+  }
+>() {}
+
+const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Error", error: { code, message } })
+
+/** The same answer as for a tool that does not exist: unpublished and invisible tools are not revealed. */
+export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`)
+
+/**
+ * A CallToolResult as the caller may get it, "input" for a multi-round-trip request (not relayed), or
+ * undefined when it is not a CallToolResult at all.
+ */
+const callResult = (
+  result: Record<string, unknown>,
+  backendId: string
+): Record<string, unknown> | "input" | undefined => {
+  const { content, isError, structuredContent, resultType } = result
+  if (resultType !== undefined && resultType !== "complete")
+    return resultType === "input_required" ? "input" : undefined
+  const blocks =
+    content === undefined ||
+    (Array.isArray(content) && content.every((block) => isObject(block) && typeof block["type"] === "string"))
+  if (!blocks || (isError !== undefined && typeof isError !== "boolean")) return undefined
+  if (structuredContent !== undefined && !isObject(structuredContent)) return undefined
+  const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
+  return { ...rest, content: exposeContentUris(backendId, content ?? []) }
+}
+
+const errorOf = (from: JsonRpcErrorObject): JsonRpcErrorObject =>
+  from.data === undefined
+    ? { code: from.code, message: from.message }
+    : { code: from.code, message: from.message, data: from.data }
+
+export const ToolCallsLive = Layer.effect(
+  ToolCalls,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const backends = yield* Backends
+    const filter = yield* CatalogFilter
+    const inFlight = new InFlightCalls()
+
+    /** Over the channel: the common case. */
+    const viaChannel = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+      const slot = backends.slots[tool.backend]!
+      const backendId = slot.config.id
+      const channel = slot.channel
+      if (channel === undefined) return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
+      const callTimeout = Duration.toMillis(slot.config.timeouts.call)
+      const params =
+        request.arguments === undefined
+          ? { name: tool.original }
+          : { name: tool.original, arguments: request.arguments }
+      const { onProgress } = request
+      const send = (over: BackendChannel) =>
+        inFlight.track(request.caller, request.requestId, request.signal, (signal) =>
+          over.call("tools/call", params, tool.original, {
+            signal,
+            timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
+            ...(onProgress === undefined ? {} : { onProgress })
+          })
+        )
+      // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
+      // a new session the call is sent again, so a backend's restart costs the caller a moment, not an error.
+      const sendOnce = (over: BackendChannel) =>
+        send(over).catch(async (failure: unknown) => {
+          if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
+          backends.reportFailure(tool.backend)
+          const next = await backends.nextChannel(tool.backend, over, request.deadline, request.signal)
+          if (next === undefined) throw failure
+          return send(next)
+        })
+      try {
+        const outcome = await sendOnce(channel)
+        if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
+        const result = callResult(outcome.result, backendId)
+        if (result === "input") return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
+        if (result !== undefined) return { _tag: "Result", result }
+        backends.reportFailure(tool.backend)
+        return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+      } catch (failure) {
+        if (!(failure instanceof ChannelFailure)) throw failure
+        if (failure.reason === "timeout") return error(requestTimeoutCode, backendTimedOut(backendId))
+        if (failure.reason === "failed") {
+          if (failure.probe) backends.reportFailure(tool.backend)
+          return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+        }
+        // Cancelled: by the request itself, or by the caller's `notifications/cancelled`, which leaves
+        // this request to be answered.
+        if (request.signal.aborted) return { _tag: "Cancelled" }
+        return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
+      }
+    }
+
+    /**
+     * Through the backend's MCP client: for a tool that declares `Mcp-Param-*` headers (SEP-2243), which
+     * the client builds from the tool's schema and the arguments.
+     */
+    const viaClient = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+      const slot = backends.slots[tool.backend]!
+      const target = { slot, deadline: request.deadline, reportFailure: () => backends.reportFailure(tool.backend) }
+      const params =
+        request.arguments === undefined
+          ? { name: tool.original }
+          : { name: tool.original, arguments: request.arguments }
+      try {
+        const result = await inFlight.track(request.caller, request.requestId, request.signal, (signal) =>
+          forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options))
+        )
+        const exposed = callResult(result as Record<string, unknown>, slot.config.id)
+        return exposed === undefined || exposed === "input"
+          ? error(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
+          : { _tag: "Result", result: exposed }
+      } catch (failure) {
+        if (request.signal.aborted) return { _tag: "Cancelled" }
+        if (failure instanceof ProtocolError) {
+          const data = (failure as { data?: unknown }).data
+          return { _tag: "Error", error: errorOf({ code: failure.code, message: failure.message, data }) }
+        }
+        return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
+      }
+    }
+
+    return {
+      inFlight,
+      call: (request) => {
+        const tool = backends.index().toolByName.get(request.name)
+        if (tool === undefined || filter.visibleBackends(request.caller, config.backends)[tool.backend] !== true) {
+          return Promise.resolve(unknownTool(request.name))
+        }
+        return tool.paramHeaders ? viaClient(request, tool) : viaChannel(request, tool)
+      }
+    }
+  })
+)
