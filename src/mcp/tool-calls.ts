@@ -82,6 +82,21 @@ const callResult = (
   return { ...rest, content: exposeContentUris(backendId, content ?? []) }
 }
 
+/** Deeper arguments are refused: no tool needs them, and serializing them again could exhaust the stack. */
+export const MAX_ARGUMENT_DEPTH = 64
+
+/** True when `value` nests objects or arrays more than `limit` levels deep (iterative: no recursion). */
+const nestsDeeperThan = (value: unknown, limit: number): boolean => {
+  const pending: Array<{ readonly node: unknown; readonly depth: number }> = [{ node: value, depth: 0 }]
+  while (pending.length > 0) {
+    const { node, depth } = pending.pop()!
+    if (node === null || typeof node !== "object") continue
+    if (depth >= limit) return true
+    for (const child of Object.values(node)) pending.push({ node: child, depth: depth + 1 })
+  }
+  return false
+}
+
 const errorOf = (from: JsonRpcErrorObject): JsonRpcErrorObject =>
   from.data === undefined
     ? { code: from.code, message: from.message }
@@ -182,6 +197,10 @@ export const ToolCallsLive = Layer.effect(
         const tool = backends.index().toolByName.get(request.name)
         if (tool === undefined || filter.visibleBackends(request.caller, config.backends)[tool.backend] !== true) {
           return Promise.resolve(unknownTool(request.name))
+        }
+        if (nestsDeeperThan(request.arguments, MAX_ARGUMENT_DEPTH)) {
+          const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`
+          return Promise.resolve(error(ProtocolErrorCode.InvalidParams, message))
         }
         return tool.paramHeaders ? viaClient(request, tool) : viaChannel(request, tool)
       }

@@ -168,6 +168,29 @@ describe("bad input gets a precise answer and the gateway keeps serving", () => 
     expect(((await jsonRpcOf(response))["error"] as { code: number }).code).toBe(code)
   })
 
+  it("hostile values: a huge id, arguments nested 100,000 deep, a megabyte-long tool name", async () => {
+    const auth = await bearer()
+    const call = (id: string, name: string, args: string) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}`
+    // 1e400 parses as Infinity: not a JSON-RPC id, so the SDK refuses the message.
+    const hugeId = await rawPost(gateway.mcpUrl, call("1e400", "alpha__echo", '{"message":"x"}'), auth)
+    expect(hugeId.status).toBe(400)
+    expect(((await jsonRpcOf(hugeId))["error"] as { code: number }).code).toBe(-32600)
+    // Refused before anything is serialized again for the backend (which could exhaust the stack).
+    const deep = `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`
+    const nested = await rawPost(gateway.mcpUrl, call("5", "alpha__echo", deep), auth)
+    expect((await jsonRpcOf(nested))["error"]).toEqual({
+      code: -32602,
+      message: "Invalid params: arguments nest deeper than 64 levels"
+    })
+    const longName = "alpha__" + "x".repeat(1024 * 1024)
+    const unknown = await rawPost(gateway.mcpUrl, call("6", longName, "{}"), auth)
+    expect(((await jsonRpcOf(unknown))["error"] as { code: number }).code).toBe(-32602)
+    // Still serving.
+    const after = await rawPost(gateway.mcpUrl, list, auth)
+    expect(((await jsonRpcOf(after))["result"] as { tools: Array<unknown> }).tools.length).toBeGreaterThan(0)
+  })
+
   it("wrong content type: 415; oversized body: 413 (limit 4 MiB)", async () => {
     const wrongType = await rawPost(gateway.mcpUrl, list, { ...(await bearer()), "content-type": "text/plain" })
     expect(wrongType.status).toBe(415)
