@@ -87,12 +87,17 @@ export const MAX_ARGUMENT_DEPTH = 64
 
 /** True when `value` nests objects or arrays more than `limit` levels deep (iterative: no recursion). */
 const nestsDeeperThan = (value: unknown, limit: number): boolean => {
-  const pending: Array<{ readonly node: unknown; readonly depth: number }> = [{ node: value, depth: 0 }]
+  if (value === null || typeof value !== "object") return false
+  const pending: Array<{ readonly node: object; readonly depth: number }> = [{ node: value, depth: 1 }]
   while (pending.length > 0) {
     const { node, depth } = pending.pop()!
-    if (node === null || typeof node !== "object") continue
-    if (depth >= limit) return true
-    for (const child of Object.values(node)) pending.push({ node: child, depth: depth + 1 })
+    if (depth > limit) return true
+    // Only containers are queued: a large flat array of values costs one pass, no allocation per value.
+    const queue = (child: unknown) => {
+      if (child !== null && typeof child === "object") pending.push({ node: child, depth: depth + 1 })
+    }
+    if (Array.isArray(node)) for (let at = 0; at < node.length; at++) queue(node[at])
+    else for (const key in node) queue((node as Record<string, unknown>)[key])
   }
   return false
 }
