@@ -29,6 +29,19 @@ export const KNOWN_ADDRESS_MS = 30 * 24 * 60 * 60 * 1000
 
 export class LoginThrottled extends Data.TaggedError("LoginThrottled")<{ readonly retryAfterSeconds: number }> {}
 
+/**
+ * Writes `key` as the most recent entry of a map kept to `maxKeys` entries: the map's order is write
+ * order, so the entries written longest ago are the ones dropped.
+ */
+const setMostRecent = <V>(map: Map<string, V>, key: string, value: V, maxKeys: number) => {
+  map.delete(key)
+  for (const stalest of map.keys()) {
+    if (map.size < maxKeys) break
+    map.delete(stalest)
+  }
+  map.set(key, value)
+}
+
 export interface FailureWindow {
   /** Seconds until `key` may try again, or 0. */
   readonly wait: (key: string, now: number) => number
@@ -52,12 +65,7 @@ export const makeFailureWindow = (limit: number, maxKeys = MAX_KEYS): FailureWin
     },
     add: (key, at) => {
       const list = [...recent(key, at), at].slice(-limit)
-      failures.delete(key)
-      for (const stalest of failures.keys()) {
-        if (failures.size < maxKeys) break
-        failures.delete(stalest)
-      }
-      failures.set(key, list)
+      setMostRecent(failures, key, list, maxKeys)
     },
     remove: (key, at) => {
       const list = failures.get(key)
@@ -113,12 +121,7 @@ export const makeKnownAddresses = (maxKeys = MAX_KEYS) => {
       return at !== undefined && at > now - KNOWN_ADDRESS_MS
     },
     add: (pair: string, now: number) => {
-      known.delete(pair)
-      for (const stalest of known.keys()) {
-        if (known.size < maxKeys) break
-        known.delete(stalest)
-      }
-      known.set(pair, now)
+      setMostRecent(known, pair, now, maxKeys)
     }
   }
 }

@@ -1,4 +1,5 @@
 import { Duration, Redacted } from "effect"
+import { isRecord } from "../json.js"
 import type { GatewayConfig } from "./schema.js"
 
 /**
@@ -30,9 +31,6 @@ export type StaticField = (typeof staticFields)[number]
 
 const at = (config: GatewayConfig, path: string): unknown =>
   path.split(".").reduce<unknown>((value, key) => (isRecord(value) ? value[key] : undefined), config)
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Structural equality over decoded config values; secrets by revealed value, durations by length. */
 export const sameValue = (a: unknown, b: unknown): boolean => {

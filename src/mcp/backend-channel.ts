@@ -2,7 +2,9 @@ import type { Agent as HttpAgent, IncomingMessage, OutgoingHttpHeaders } from "n
 import { request as httpRequest } from "node:http"
 import type { Agent as HttpsAgent } from "node:https"
 import { request as httpsRequest } from "node:https"
+import { isRecord } from "../json.js"
 import type { TokenSource } from "./backend-auth.js"
+import { headerValue } from "./direct.js"
 import { SseDecoder } from "./sse.js"
 
 /**
@@ -84,19 +86,10 @@ export interface ChannelSettings {
 /** A backend answer larger than this is refused rather than buffered (JSON) or held (one SSE event). */
 export const maxBackendAnswer = 32 * 1024 * 1024
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const asObject = (value: unknown): Record<string, unknown> => (isObject(value) ? value : {})
+const asObject = (value: unknown): Record<string, unknown> => (isRecord(value) ? value : {})
 
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
-  isObject(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
-
-// SEP-2243 header value encoding: plain printable ASCII passes, anything else is a Base64 sentinel.
-const headerValue = (value: string): string =>
-  value.length > 0 && value === value.trim() && /^[\t\x20-\x7e]*$/.test(value) && !value.startsWith("=?base64?")
-    ? value
-    : `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`
+  isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
 
 const mediaType = (incoming: IncomingMessage) =>
   (incoming.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
@@ -190,16 +183,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
 
       // A message of the answer: the response to our id settles the call; progress is relayed.
       const onMessage = (message: unknown) => {
-        if (!isObject(message)) return
+        if (!isRecord(message)) return
         if (message["id"] === id && !("method" in message)) {
           const { result, error } = message
-          if (isObject(result)) settle(() => resolve({ ok: true, result }))
+          if (isRecord(result)) settle(() => resolve({ ok: true, result }))
           else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
           else fail("failed", "the backend's answer is not a JSON-RPC response")
           return
         }
         const progress = message["params"]
-        if (message["method"] === "notifications/progress" && isObject(progress) && progress["progressToken"] === id) {
+        if (message["method"] === "notifications/progress" && isRecord(progress) && progress["progressToken"] === id) {
           const { progressToken: _, ...rest } = progress
           options.onProgress?.(rest)
           return

@@ -14,8 +14,8 @@ export interface Entry<T> {
 
 export interface ExposedTool extends Entry<Tool> {
   readonly write: boolean
-  /** Its input schema declares `Mcp-Param-*` headers (SEP-2243), which the MCP SDK's client builds. */
-  readonly paramHeaders: boolean
+  /** The `Mcp-Param-*` headers its input schema declares (SEP-2243), which the MCP SDK's client builds. */
+  readonly paramHeaders: ReadonlyArray<string>
 }
 
 /**
@@ -66,7 +66,7 @@ export const buildIndex = (sources: ReadonlyArray<CatalogSource>): CatalogIndex 
         backend,
         original: tool.name,
         write: decision.write,
-        paramHeaders: declaredParamHeaders(item).length > 0,
+        paramHeaders: declaredParamHeaders(item),
         item
       })
     }
@@ -101,6 +101,6 @@ export const buildIndex = (sources: ReadonlyArray<CatalogSource>): CatalogIndex 
     templates,
     templateByUri: indexBy(templates),
     completions: sources.map((source) => source.catalog?.completions ?? false),
-    paramHeaders: [...new Set(tools.flatMap((tool) => declaredParamHeaders(tool.item)))].sort()
+    paramHeaders: [...new Set(tools.flatMap((tool) => tool.paramHeaders))].sort()
   }
 }

@@ -5,6 +5,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
   SUPPORTED_PROTOCOL_VERSIONS
 } from "@modelcontextprotocol/server"
+import { isRecord } from "../json.js"
 
 /**
  * Requests the gateway answers itself on /mcp's hot path (docs/mcp.md, "How a request travels"):
@@ -36,9 +37,6 @@ const envelopeKeys: ReadonlySet<string> = new Set([
 ])
 const requestKeys: ReadonlySet<string> = new Set(["jsonrpc", "id", "method", "params"])
 
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const onlyKeys = (value: Record<string, unknown>, allowed: ReadonlySet<string>) => {
   for (const key in value) if (!allowed.has(key)) return false
   return true
@@ -51,8 +49,12 @@ const isRequestId = (value: unknown): value is string | number =>
 export const plainHeaderValue = (value: string) =>
   value.length > 0 && value === value.trim() && /^[\t\x20-\x7e]*$/.test(value) && !value.startsWith("=?base64?")
 
+/** A value as an `Mcp-Name`/`Mcp-Param-*` header carries it (SEP-2243): as is when plain, else the Base64 sentinel. */
+export const headerValue = (value: string): string =>
+  plainHeaderValue(value) ? value : `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`
+
 const isImplementation = (value: unknown) =>
-  isObject(value) && typeof value["name"] === "string" && typeof value["version"] === "string"
+  isRecord(value) && typeof value["name"] === "string" && typeof value["version"] === "string"
 
 /**
  * The request, when it is a `method` request this path answers. `paramKeys`: the params it may carry
@@ -66,17 +68,17 @@ export const directRequest = (
   paramKeys: ReadonlySet<string>,
   name: (params: Record<string, unknown>) => string | undefined | false
 ): DirectRequest | undefined => {
-  if (!isObject(message) || !onlyKeys(message, requestKeys)) return undefined
+  if (!isRecord(message) || !onlyKeys(message, requestKeys)) return undefined
   const { id, params } = message
   if (message["jsonrpc"] !== "2.0" || message["method"] !== method || !isRequestId(id)) return undefined
-  if (!isObject(params)) return undefined
+  if (!isRecord(params)) return undefined
   for (const key in params) if (key !== "_meta" && !paramKeys.has(key)) return undefined
   const meta = params["_meta"]
-  if (meta !== undefined && !isObject(meta)) return undefined
+  if (meta !== undefined && !isRecord(meta)) return undefined
   if (meta === undefined || !(PROTOCOL_VERSION_META_KEY in meta)) return legacyRequest(id, params, meta, headers)
   const revision = meta[PROTOCOL_VERSION_META_KEY]
   if (typeof revision !== "string" || !directRevisions.has(revision)) return undefined
-  if (!isObject(meta[CLIENT_CAPABILITIES_META_KEY])) return undefined
+  if (!isRecord(meta[CLIENT_CAPABILITIES_META_KEY])) return undefined
   const info = meta[CLIENT_INFO_META_KEY]
   if (info !== undefined && !isImplementation(info)) return undefined
   for (const key in meta) if (key.startsWith(reservedPrefix) && !envelopeKeys.has(key)) return undefined

@@ -1,3 +1,5 @@
+import { isRecord } from "../json.js"
+
 /**
  * Exposed names (docs/mcp.md, "Naming"). Tools and prompts are `<backend_id>__<original>`; resource URIs
  * and templates are `gateway://<backend_id>/<original URI>`. Backend ids never contain `__` nor end in
@@ -26,9 +28,6 @@ export const parseExposedUri = (uri: string): { readonly backendId: string; read
   if (slash <= resourceScheme.length) return undefined
   return { backendId: uri.slice(resourceScheme.length, slash), original: uri.slice(slash + 1) }
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const exposeBlock = (backendId: string, block: unknown): unknown => {
   if (!isRecord(block)) return block

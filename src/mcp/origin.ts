@@ -12,8 +12,14 @@ export const originRefused = new HttpError({
  * browser and passes; a browser request passes when its origin is the public URL's own origin or one
  * of `allowed_origins`, compared exactly. `*` is never answered.
  */
+export const originPolicy = (config: GatewayConfig): ((origin: string | undefined) => boolean) => {
+  const own = new URL(config.server.public_url).origin
+  const allowed = new Set(config.allowed_origins)
+  return (origin) => origin === undefined || origin === own || allowed.has(origin)
+}
+
 export const originAllowed = (origin: string | undefined, config: GatewayConfig): boolean =>
-  origin === undefined || origin === new URL(config.server.public_url).origin || config.allowed_origins.includes(origin)
+  originPolicy(config)(origin)
 
 /** Headers a cross-origin script may read: the challenge and the id to quote in a support request. */
 const exposed = "WWW-Authenticate, X-Request-Id, Mcp-Protocol-Version"

@@ -12,7 +12,7 @@ import { HttpError } from "../http/error-body.js"
 import { Backends } from "./backends.js"
 import { CatalogFilter, missingScopes } from "./catalog-filter.js"
 import { McpEndpoint } from "./endpoint.js"
-import { corsHeaders, originAllowed, originRefused } from "./origin.js"
+import { corsHeaders, originPolicy, originRefused } from "./origin.js"
 import { Reply } from "./reply.js"
 import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
 import { directToolCall, serveDirectCall } from "./tool-call.js"
@@ -81,6 +81,7 @@ export const McpPostLive = Layer.scoped(
     const challengeUrl = metadataUrl(config.server.public_url)
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
     const toolPages = new ToolPages(config.catalog.page_size)
+    const originAllowed = originPolicy(config)
     const timedOut = new HttpError({
       status: 504,
       code: "request_timeout",
@@ -123,8 +124,14 @@ export const McpPostLive = Layer.scoped(
       )
     }
 
-    const serve = async (request: IncomingMessage, reply: Reply, signal: AbortSignal, started: number) => {
-      if (!originAllowed(request.headers.origin, config)) throw originRefused
+    const serve = async (
+      request: IncomingMessage,
+      reply: Reply,
+      allowedOrigin: boolean,
+      signal: AbortSignal,
+      started: number
+    ) => {
+      if (!allowedOrigin) throw originRefused
       const caller = await verify(request.headers.authorization)
       const lacking = missingScopes(caller, config.backends)
       if (lacking !== undefined) throw insufficientScope(challengeUrl, lacking)
@@ -164,13 +171,14 @@ export const McpPostLive = Layer.scoped(
       const startedAt = Date.now()
       const requestId = randomUUID()
       const origin = request.headers.origin
+      const allowedOrigin = originAllowed(origin)
       const controller = new AbortController()
       active.add(controller)
       const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
       const reply = new Reply(
         response,
         requestId,
-        { ...corsHeaders(originAllowed(origin, config) ? origin : undefined), "x-request-id": requestId },
+        { ...corsHeaders(allowedOrigin ? origin : undefined), "x-request-id": requestId },
         acceptsStream(request.headers.accept),
         // A `subscriptions/listen` stream lives until the client or the generation ends it.
         () => clearTimeout(timer)
@@ -199,7 +207,7 @@ export const McpPostLive = Layer.scoped(
         if (reason instanceof HttpError && !reply.sent) reply.error(reason)
         else reply.end()
       })
-      serve(request, reply, controller.signal, startedAt).then(
+      serve(request, reply, allowedOrigin, controller.signal, startedAt).then(
         () => {
           if (controller.signal.aborted) reply.end()
         },

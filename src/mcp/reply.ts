@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import type { ReadableStream as WebReadableStream } from "node:stream/web"
 import type { HttpError } from "../http/error-body.js"
-import { sseEvent } from "./sse.js"
+import { sseEvent, sseEventText } from "./sse.js"
 
 const jsonType = "application/json"
 
@@ -59,7 +59,7 @@ export class Reply {
   result(id: string | number, resultJson: string): void {
     const body = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${resultJson}}`
     if (this.streaming) {
-      this.response.end(`event: message\ndata: ${body}\n\n`)
+      this.response.end(sseEventText(body))
       return
     }
     this.send(200, jsonType, body)

@@ -45,5 +45,7 @@ export class SseDecoder {
   }
 }
 
-/** One SSE event carrying a JSON-RPC message, as the MCP SDKs write them. */
-export const sseEvent = (message: unknown): string => `event: message\ndata: ${JSON.stringify(message)}\n\n`
+/** One SSE event carrying a serialized JSON-RPC message, as the MCP SDKs write them. */
+export const sseEventText = (json: string): string => `event: message\ndata: ${json}\n\n`
+
+export const sseEvent = (message: unknown): string => sseEventText(JSON.stringify(message))

@@ -2,8 +2,9 @@ import type { IncomingHttpHeaders } from "node:http"
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { Context } from "effect"
 import type { Caller } from "../auth/caller.js"
+import { isRecord } from "../json.js"
 import { version } from "../version.js"
-import { type DirectRequest, directRequest, isObject, plainHeaderValue } from "./direct.js"
+import { type DirectRequest, directRequest, plainHeaderValue } from "./direct.js"
 import type { Reply } from "./reply.js"
 import type { ToolCalls } from "./tool-calls.js"
 
@@ -28,7 +29,7 @@ export const directToolCall = (message: unknown, headers: IncomingHttpHeaders): 
   const request = directRequest(message, headers, "tools/call", callParams, mirroredName)
   if (request === undefined) return undefined
   const { name, arguments: args } = request.params
-  if (typeof name !== "string" || (args !== undefined && !isObject(args))) return undefined
+  if (typeof name !== "string" || (args !== undefined && !isRecord(args))) return undefined
   return { era: request.era, id: request.id, name, arguments: args, progressToken: request.progressToken }
 }
 
@@ -46,7 +47,7 @@ const serverInfo = { name: "gateway", version }
 /** A result as a 2026-07-28 answer carries it: complete, with the gateway's own identity. */
 const stamped = (result: Record<string, unknown>, era: DirectCall["era"]) => {
   if (era === "legacy") return result
-  const meta = isObject(result["_meta"]) ? result["_meta"] : {}
+  const meta = isRecord(result["_meta"]) ? result["_meta"] : {}
   return { ...result, resultType: "complete", _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } }
 }
 

@@ -2,12 +2,12 @@ import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Caller } from "../auth/caller.js"
 import { Config } from "../config/service.js"
+import { isRecord } from "../json.js"
 import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
 import { Backends } from "./backends.js"
 import { withoutReservedMeta } from "./catalog.js"
 import { CatalogFilter } from "./catalog-filter.js"
 import type { ExposedTool } from "./catalog-index.js"
-import { isObject } from "./direct.js"
 import {
   backendFailed,
   backendTimedOut,
@@ -75,9 +75,9 @@ const callResult = (
     return resultType === "input_required" ? "input" : undefined
   const blocks =
     content === undefined ||
-    (Array.isArray(content) && content.every((block) => isObject(block) && typeof block["type"] === "string"))
+    (Array.isArray(content) && content.every((block) => isRecord(block) && typeof block["type"] === "string"))
   if (!blocks || (isError !== undefined && typeof isError !== "boolean")) return undefined
-  if (structuredContent !== undefined && !isObject(structuredContent)) return undefined
+  if (structuredContent !== undefined && !isRecord(structuredContent)) return undefined
   const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
   return { ...rest, content: exposeContentUris(backendId, content ?? []) }
 }
@@ -207,7 +207,7 @@ export const ToolCallsLive = Layer.effect(
           const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`
           return Promise.resolve(error(ProtocolErrorCode.InvalidParams, message))
         }
-        return tool.paramHeaders ? viaClient(request, tool) : viaChannel(request, tool)
+        return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
       }
     }
   })
