@@ -10,7 +10,7 @@ import { renderSVG } from "uqr"
 import { base32Decode } from "../../src/identity/local/base32.js"
 import { totpAt } from "../../src/identity/local/totp.js"
 import { launchChromium } from "../support/browser.js"
-import { authorizePath, exchange, pkcePair } from "../support/oauth-client.js"
+import { codeFlowPath, exchange } from "../support/oauth-client.js"
 import { ADMIN_PASSWORD, oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
@@ -51,20 +51,9 @@ describe("a real browser signs in as the local administrator", () => {
           page.on("console", (message) => {
             if (message.text().includes("Content Security Policy")) cspViolations.push(message.text())
           })
-          const { verifier, challenge } = pkcePair()
           const redirectUri = `http://127.0.0.1:${callback.port}/callback`
-          await page.goto(
-            gateway.baseUrl +
-              authorizePath({
-                client_id: "cli",
-                redirect_uri: redirectUri,
-                response_type: "code",
-                code_challenge: challenge,
-                code_challenge_method: "S256",
-                scope: "offline_access",
-                state: "browser-state"
-              })
-          )
+          const { path, verifier } = codeFlowPath(redirectUri, { scope: "offline_access", state: "browser-state" })
+          await page.goto(gateway.baseUrl + path)
           expect(await page.title()).toBe("Sign in")
           await page.fill("#username", "admin")
           await page.fill("#password", ADMIN_PASSWORD)

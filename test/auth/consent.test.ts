@@ -8,12 +8,11 @@ import { Effect } from "effect"
 import { ClientGrantRepo } from "../../src/store/client-grants.js"
 import { storeKinds } from "../support/databases.js"
 import {
-  authorizePath,
   Browser,
+  beginCodeFlow,
   callbackParams,
   exchange,
   formFields,
-  pkcePair,
   refresh,
   signIn
 } from "../support/oauth-client.js"
@@ -26,19 +25,9 @@ const withConsent = () => oauthGateway({ patch: { client_authorization: { enable
 /** Starts an authorization; returns the first page or redirect after it (sign-in done if needed). */
 const authorize = (gateway: OAuthGateway, browser: Browser, clientId: string, totp: { secret?: Uint8Array }) =>
   Effect.gen(function* () {
-    const { verifier, challenge } = pkcePair()
     const redirectUri = clientId === "portal" ? "http://127.0.0.1:40001/portal" : "http://127.0.0.1:40001/callback"
-    const start = yield* promise(() =>
-      browser.get(
-        authorizePath({
-          client_id: clientId,
-          redirect_uri: redirectUri,
-          response_type: "code",
-          code_challenge: challenge,
-          code_challenge_method: "S256",
-          scope: "offline_access gateway:admin"
-        })
-      )
+    const { response: start, verifier } = yield* promise(() =>
+      beginCodeFlow(browser, redirectUri, { client_id: clientId, scope: "offline_access gateway:admin" })
     )
     let response = yield* promise(() => browser.follow(start))
     if (response.status === 200) {

@@ -21,14 +21,16 @@ export interface RunResult {
 /** Runs the `gateway` executable (through tsx) to completion. */
 export const runGatewayCommand = (
   args: ReadonlyArray<string>,
-  options: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {}
+  options: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; stdin?: string } = {}
 ): Promise<RunResult> =>
   new Promise((done, fail) => {
     const child = spawn(process.execPath, ["--import", tsxLoader, mainEntry, ...args], {
       cwd: options.cwd ?? root,
       env: cleanEnv(options.env),
-      stdio: ["ignore", "pipe", "pipe"]
+      stdio: ["pipe", "pipe", "pipe"]
     })
+    // An empty, closed standard input unless the test gives one: never a terminal.
+    child.stdin.end(options.stdin ?? "")
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk) => {

@@ -180,21 +180,14 @@ export const obtainCode = async (
     readonly nowMs: number
   }
 ): Promise<ObtainedCode> => {
-  const { verifier, challenge } = pkcePair()
   const clientId = options.clientId ?? "cli"
   const redirectUri = options.redirectUri ?? "http://127.0.0.1:50000/callback"
-  const start = await browser.get(
-    authorizePath({
-      client_id: clientId,
-      redirect_uri: redirectUri,
-      response_type: "code",
-      code_challenge: challenge,
-      code_challenge_method: "S256",
-      state: options.state ?? "s",
-      ...(options.scope === undefined ? {} : { scope: options.scope }),
-      ...(options.resource === undefined ? {} : { resource: options.resource })
-    })
-  )
+  const { response: start, verifier } = await beginCodeFlow(browser, redirectUri, {
+    client_id: clientId,
+    state: options.state ?? "s",
+    ...(options.scope === undefined ? {} : { scope: options.scope }),
+    ...(options.resource === undefined ? {} : { resource: options.resource })
+  })
   let last = await browser.follow(start)
   if (last.status === 200) last = await signIn(browser, last, { totp: options.totp, nowMs: options.nowMs })
   const callback = callbackParams(last)
@@ -236,19 +229,22 @@ export const beginCodeFlow = async (
   extra: Record<string, string> = {},
   headers: Record<string, string> = {}
 ): Promise<{ readonly response: Response; readonly verifier: string }> => {
+  const { path, verifier } = codeFlowPath(redirectUri, extra)
+  return { response: await browser.get(path, headers), verifier }
+}
+
+/** The authorization request path of a code flow for `cli` (or `extra.client_id`) with a fresh S256 challenge. */
+export const codeFlowPath = (redirectUri: string, extra: Record<string, string> = {}) => {
   const { verifier, challenge } = pkcePair()
-  const response = await browser.get(
-    authorizePath({
-      client_id: "cli",
-      redirect_uri: redirectUri,
-      response_type: "code",
-      code_challenge: challenge,
-      code_challenge_method: "S256",
-      ...extra
-    }),
-    headers
-  )
-  return { response, verifier }
+  const path = authorizePath({
+    client_id: "cli",
+    redirect_uri: redirectUri,
+    response_type: "code",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    ...extra
+  })
+  return { path, verifier }
 }
 
 /**
