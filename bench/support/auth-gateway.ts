@@ -74,7 +74,7 @@ export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<Aut
   const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), {})
   if (Either.isLeft(parsed)) throw new Error(parsed.left.message)
   const key = Effect.runSync(parseConfigKey(randomBytes(32).toString("base64")))
-  const base = await run(Layer.build(baseLayer(parsed.right.config.storage, key)))
+  const base = await run(Layer.build(baseLayer(parsed.right.config, key)))
   const generation = await Effect.runPromise(buildGeneration(1, parsed.right, base))
   const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
   listener.activate(generation)

@@ -1,36 +1,24 @@
-import type { GatewayConfig } from "../config/schema.js"
-import type { UserRow } from "../store/users.js"
+import { Effect } from "effect"
+import { AccessState } from "../policy/access-state.js"
+import type { Grant } from "../policy/grant.js"
 import { OFFLINE_ACCESS } from "./scopes.js"
 
 /**
- * The scopes a user holds: the only ones a token for them may carry, whatever the client asks for.
- * Spec Authorization model 1: users hold no direct scopes; they inherit them from permission groups.
- * Until groups exist (the PolicyEngine replaces this function), deny by default:
- *
- * - the built-in local administrator holds the console's administrative scopes
- *   (`admin.required_scopes`, default `gateway:admin`) — but never a scope a backend requires (its
- *   Administrators membership "grants no business tools") nor the configuration reviewers' security
- *   scope (a reviewer must be another subject than the administrator who proposes);
- * - every other user holds nothing.
+ * The scopes a user holds now (spec Authorization model 1): users hold no direct scopes; they inherit
+ * them from their active permission groups — the groups' `scopes` and the administrative scopes of
+ * their roles (src/policy/roles.ts). A user who is not active holds nothing.
  */
-export const scopesHeldBy = (config: GatewayConfig, user: Pick<UserRow, "kind">): ReadonlySet<string> => {
-  if (user.kind !== "builtin_admin") return new Set()
-  const excluded = new Set([
-    ...config.backends.flatMap((backend) => backend.required_scopes),
-    ...config.admin.approvals.policy_changes.required_scopes
-  ])
-  return new Set(config.admin.required_scopes.filter((scope) => !excluded.has(scope)))
-}
+export const heldScopes = (grant: Grant | undefined): ReadonlySet<string> =>
+  grant?.active === true ? grant.scopes : new Set()
 
 /**
- * `requested` narrowed to what `user` holds, in request order. `offline_access` stays: it asks for a
- * refresh token inside the 8-hour session and grants no access of its own.
+ * `requested` narrowed to what user `userId` holds now, in request order. `offline_access` stays: it
+ * asks for a refresh token inside the 8-hour session and grants no access of its own.
  */
-export const grantableScope = (
-  config: GatewayConfig,
-  user: Pick<UserRow, "kind">,
-  requested: ReadonlyArray<string>
-): ReadonlyArray<string> => {
-  const held = scopesHeldBy(config, user)
-  return requested.filter((scope) => scope === OFFLINE_ACCESS || held.has(scope))
-}
+export const grantableScope = (userId: string, requested: ReadonlyArray<string>) =>
+  Effect.flatMap(AccessState, (state) => state.grantOfUser(userId)).pipe(
+    Effect.map((grant) => {
+      const held = heldScopes(grant)
+      return requested.filter((scope) => scope === OFFLINE_ACCESS || held.has(scope))
+    })
+  )

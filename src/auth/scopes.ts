@@ -1,4 +1,5 @@
 import type { GatewayConfig } from "../config/schema.js"
+import { roleScopeNames, roleScopesOf } from "../policy/roles.js"
 
 /** Enables refresh tokens (spec MCP entry 5). */
 export const OFFLINE_ACCESS = "offline_access"
@@ -7,16 +8,15 @@ export const OFFLINE_ACCESS = "offline_access"
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
 
 /**
- * The scopes this authorization server knows: `offline_access` plus every scope the configuration
- * names (backends' required scopes, the console's and the reviewers' scopes). Published as
- * `scopes_supported`. Knowing a scope is not holding it: a token carries only the requested scopes
- * its person holds (`grantableScope`, src/auth/held-scopes.ts).
+ * The scopes this authorization server knows: `offline_access`, the administrative scopes of the
+ * roles (src/policy/roles.ts) and every backend's required scopes. Published as `scopes_supported`.
+ * Knowing a scope is not holding it: a token carries only the requested scopes its person holds
+ * (`grantableScope`, src/auth/held-scopes.ts).
  */
 export const scopesSupported = (config: GatewayConfig): ReadonlyArray<string> => {
   const named = [
     OFFLINE_ACCESS,
-    ...config.admin.required_scopes,
-    ...config.admin.approvals.policy_changes.required_scopes,
+    ...roleScopeNames(roleScopesOf(config)),
     ...config.backends.flatMap((backend) => backend.required_scopes)
   ]
   return [...new Set(named)]

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto"
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Layer } from "effect"
+import { Console, Context, Effect, Layer, Option } from "effect"
 import { devSessionPrefix } from "../auth/dev-session.js"
 import { loadConfig } from "../config/load.js"
 import { Signer } from "../crypto/signer.js"
+import { ensureDevelopmentAccess } from "../demo/dev-access.js"
 import { baseLayer } from "../runtime/base.js"
 import { resolveConfigKey } from "./serve.js"
 import { DEFAULT_CONFIG_PATH } from "./validate.js"
@@ -21,7 +22,10 @@ export const devTokenCommand = Command.make(
       Options.repeated,
       Options.withDescription("A scope to grant (repeatable); default: every backend's required scopes")
     ),
-    subject: Options.text("subject").pipe(Options.withDefault("dev-user"))
+    subject: Options.text("subject").pipe(
+      Options.optional,
+      Options.withDescription("The token's subject (a user id); default: the development setup's `developer`")
+    )
   },
   ({ config: file, scope, subject }) =>
     Effect.gen(function* () {
@@ -33,14 +37,22 @@ export const devTokenCommand = Command.make(
         scope.length > 0 ? scope : [...new Set(config.backends.flatMap((backend) => backend.required_scopes))]
       const token = yield* Effect.scoped(
         Effect.gen(function* () {
-          const signer = yield* Effect.provide(Signer, yield* Layer.build(baseLayer(config.storage, key)))
+          const base = yield* Layer.build(baseLayer(config, key))
+          const signer = Context.get(base, Signer)
+          // The developer's access comes from the development setup's permission group.
+          const developer = yield* Effect.provide(ensureDevelopmentAccess(config), base)
           return yield* signer.sign(
             {
               scope: scopes.join(" "),
               client_id: "gateway-dev-token",
               sid: `${devSessionPrefix}${randomBytes(9).toString("base64url")}`
             },
-            { issuer: config.auth.issuer, audience: config.server.public_url, subject, expiresInSeconds: 600 }
+            {
+              issuer: config.auth.issuer,
+              audience: config.server.public_url,
+              subject: Option.getOrElse(subject, () => developer),
+              expiresInSeconds: 600
+            }
           )
         })
       )

@@ -5,7 +5,9 @@ import { authRepositories } from "../auth/layer.js"
 import { loadConfig } from "../config/load.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
+import { ensureDevelopmentAccess } from "../demo/dev-access.js"
 import { ADMIN_USERNAME, AdminInitError, initAdmin } from "../identity/local/admin.js"
+import { baseLayer, policyRepositories } from "../runtime/base.js"
 import { StoreLive } from "../store/live.js"
 import { resolveConfigKey } from "./serve.js"
 import { DEFAULT_CONFIG_PATH } from "./validate.js"
@@ -75,10 +77,15 @@ export const initAdminCommand = Command.make("init-admin", options, ({ config, r
     }
     const password = passwordStdin ? Redacted.make(yield* readPasswordFrom(process.stdin)) : undefined
     const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
-    const layer = authRepositories.pipe(Layer.provideMerge(StoreLive(loaded.config.storage)), Layer.provide(sealer))
+    const layer = Layer.mergeAll(authRepositories, policyRepositories).pipe(
+      Layer.provideMerge(StoreLive(loaded.config.storage)),
+      Layer.provide(sealer)
+    )
     const result = yield* initAdmin({ reset: reset || resetMfa, resetPassword, resetMfa, password }).pipe(
       Effect.provide(layer)
     )
+    // The development setup gives the new administrator the demo's tools (docs/access-policy.md).
+    if (dev) yield* Effect.scoped(Effect.provide(ensureDevelopmentAccess(loaded.config), baseLayer(loaded.config, key)))
     const lines = [
       result.created
         ? `Created the built-in administrator "${ADMIN_USERNAME}".`

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { DevSessionGuard } from "../auth/dev-session.js"
 import { loadConfig } from "../config/load.js"
 import { loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
+import { ensureDevelopmentAccess } from "../demo/dev-access.js"
 import { baseLayer } from "../runtime/base.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
 import { loggerLayer } from "../runtime/logger.js"
@@ -43,10 +44,12 @@ export const runServe = (input: ServeInput) =>
       configFile: input.configFile,
       env: input.env,
       loaded,
-      // --dev also accepts `gateway dev-token` tokens (docs/mcp.md); production never does.
+      // --dev also accepts `gateway dev-token` tokens (docs/mcp.md) and sets up the demo's access
+      // (docs/access-policy.md, "The development setup"); production does neither.
       base: input.dev
-        ? DevSessionGuard.pipe(Layer.provideMerge(baseLayer(loaded.config.storage, key)))
-        : baseLayer(loaded.config.storage, key),
+        ? DevSessionGuard.pipe(Layer.provideMerge(baseLayer(loaded.config, key)))
+        : baseLayer(loaded.config, key),
+      ...(input.dev ? { prepare: Effect.asVoid(ensureDevelopmentAccess(loaded.config)) } : {}),
       ...(input.extraRoutes === undefined ? {} : { extraRoutes: input.extraRoutes })
     }).pipe(Effect.provide(loggerLayer(loaded.config.log_level)))
   })

@@ -32,6 +32,10 @@ export const makeNotesStore = () => {
 
 export type NotesStore = ReturnType<typeof makeNotesStore>
 
+/** The demo's tools and prompts by name (the development setup grants them: src/demo/dev-access.ts). */
+export const demoTools = ["list_notes", "read_note", "search_notes", "create_note", "delete_note"] as const
+export const demoPrompts = ["summarize_notes"] as const
+
 const json = (value: unknown) => ({ content: [{ type: "text" as const, text: JSON.stringify(value, null, 2) }] })
 
 export const notesServer = (store: NotesStore): McpServer => {

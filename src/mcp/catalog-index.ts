@@ -1,5 +1,5 @@
 import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from "@modelcontextprotocol/client"
-import type { BackendConfig } from "../config/schema.js"
+import type { ApprovalPolicy, BackendConfig } from "../config/schema.js"
 import { type BackendCatalog, declaredParamHeaders, withoutReservedMeta } from "./catalog.js"
 import { exposeName, exposeUri } from "./naming.js"
 import { publicationOf } from "./publication.js"
@@ -14,6 +14,8 @@ export interface Entry<T> {
 
 export interface ExposedTool extends Entry<Tool> {
   readonly write: boolean
+  /** Per-operation approval for calls of this write tool (`tool_rules[].approval`). */
+  readonly approval: ApprovalPolicy | undefined
   /** The `Mcp-Param-*` headers its input schema declares (SEP-2243), which the MCP SDK's client builds. */
   readonly paramHeaders: ReadonlyArray<string>
 }
@@ -66,6 +68,7 @@ export const buildIndex = (sources: ReadonlyArray<CatalogSource>): CatalogIndex 
         backend,
         original: tool.name,
         write: decision.write,
+        approval: decision.approval,
         paramHeaders: declaredParamHeaders(item),
         item
       })

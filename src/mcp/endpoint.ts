@@ -2,7 +2,6 @@ import { type AuthInfo, createMcpHandler } from "@modelcontextprotocol/server"
 import { Context, Effect, Layer, Runtime } from "effect"
 import { Config } from "../config/service.js"
 import { Backends } from "./backends.js"
-import { CatalogFilter } from "./catalog-filter.js"
 import { makeServerFactory, type RequestGrant } from "./server-factory.js"
 import { ToolCalls } from "./tool-calls.js"
 
@@ -21,14 +20,12 @@ export const McpEndpointLive = Layer.scoped(
   Effect.gen(function* () {
     const { config } = yield* Config
     const backends = yield* Backends
-    const filter = yield* CatalogFilter
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const grants = new WeakMap<AuthInfo, RequestGrant>()
     const toolCalls = yield* ToolCalls
     const factory = makeServerFactory({
       slots: backends.slots,
       index: backends.index,
-      visibleBackends: (caller) => filter.visibleBackends(caller, config.backends),
       reportFailure: backends.reportFailure,
       pageSize: config.catalog.page_size,
       grants,
@@ -47,11 +44,12 @@ export const McpEndpointLive = Layer.scoped(
     return {
       serve: (request, parsedBody, grant) => {
         // The token itself stays out: handlers get the caller through the grant, never the credential.
+        const { caller } = grant.view
         const authInfo: AuthInfo = {
           token: "",
-          clientId: grant.caller.clientId ?? "",
-          scopes: [...grant.caller.scopes],
-          expiresAt: grant.caller.expiresAt
+          clientId: caller.clientId ?? "",
+          scopes: [...caller.scopes],
+          expiresAt: caller.expiresAt
         }
         grants.set(authInfo, grant)
         return handler.fetch(request, { authInfo, parsedBody })

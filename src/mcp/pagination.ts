@@ -40,9 +40,9 @@ export interface Page<T> {
   readonly nextCursor: string | undefined
 }
 
-export const pageOf = <E extends { readonly key: string; readonly backend: number }, T>(
+export const pageOf = <E extends { readonly key: string }, T>(
   entries: ReadonlyArray<E>,
-  visible: ReadonlyArray<boolean>,
+  visible: (entry: E) => boolean,
   cursor: string | undefined,
   size: number,
   project: (entry: E) => T
@@ -51,7 +51,7 @@ export const pageOf = <E extends { readonly key: string; readonly backend: numbe
   let last: string | undefined
   for (let index = startAfter(entries, decodeCursor(cursor)); index < entries.length; index++) {
     const entry = entries[index]!
-    if (!visible[entry.backend]) continue
+    if (!visible(entry)) continue
     if (items.length === size) return { items, nextCursor: encodeCursor(last!) }
     items.push(project(entry))
     last = entry.key

@@ -3,14 +3,12 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import { isJsonContentType } from "@modelcontextprotocol/server"
 import { Cause, Context, Duration, Effect, type Exit, Layer, LogLevel, Option, Runtime } from "effect"
 import { BearerVerifier } from "../auth/bearer.js"
-import { insufficientScope } from "../auth/bearer-challenge.js"
-import type { Caller } from "../auth/caller.js"
-import { metadataUrl } from "../auth/resource-metadata.js"
 import { formatDuration } from "../config/duration.js"
 import { Config } from "../config/service.js"
 import { HttpError } from "../http/error-body.js"
+import { PolicyEngine } from "../policy/engine.js"
+import type { View } from "../policy/view.js"
 import { Backends } from "./backends.js"
-import { CatalogFilter, missingScopes } from "./catalog-filter.js"
 import { McpEndpoint } from "./endpoint.js"
 import { corsHeaders, originPolicy, originRefused } from "./origin.js"
 import { Reply } from "./reply.js"
@@ -24,8 +22,8 @@ import { directToolList, ToolPages } from "./tool-list.js"
  * (docs/decisions.md, "/mcp outside the Effect router"). The Effect HTTP pipeline cost more CPU per
  * request than a whole forwarded call may (docs/benchmarks.md); this handler keeps what that pipeline
  * gave — request id, access log, the one error body, `request_timeout`, cancellation when the client
- * disconnects or the generation closes — and uses the generation's services (verifier, backends,
- * catalog filter, the SDK endpoint) as they are.
+ * disconnects or the generation closes — and uses the generation's services (verifier, policy engine,
+ * backends, the SDK endpoint) as they are. It decides nothing itself: the caller's View does.
  */
 export class McpPost extends Context.Tag("gateway/McpPost")<
   McpPost,
@@ -72,13 +70,12 @@ export const McpPostLive = Layer.scoped(
   Effect.gen(function* () {
     const { config } = yield* Config
     const verifier = yield* BearerVerifier
+    const engine = yield* PolicyEngine
     const backends = yield* Backends
-    const filter = yield* CatalogFilter
     const endpoint = yield* McpEndpoint
     const toolCalls = yield* ToolCalls
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const accessLog = config.log_level === "debug"
-    const challengeUrl = metadataUrl(config.server.public_url)
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
     const toolPages = new ToolPages(config.catalog.page_size)
     const originAllowed = originPolicy(config)
@@ -97,11 +94,14 @@ export const McpPostLive = Layer.scoped(
       })
     )
 
-    /** Runs the verifier; synchronously when it needs no I/O (a cached token), which is the common case. */
-    const verify = (authorization: string | undefined): Promise<Caller> => {
-      const fiber = runFork(verifier.verify(authorization))
+    /**
+     * The token, then the caller's view (or the request's 401/403); synchronously when neither needs
+     * I/O (a cached token and policy), which is the common case.
+     */
+    const authorize = (authorization: string | undefined): Promise<View> => {
+      const fiber = runFork(Effect.flatMap(verifier.verify(authorization), engine.view))
       const done = fiber.unsafePoll()
-      const settle = (exit: Exit.Exit<Caller, HttpError>) => {
+      const settle = (exit: Exit.Exit<View, HttpError>) => {
         if (exit._tag === "Success") return exit.value
         const failure = Cause.failureOption(exit.cause)
         throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
@@ -132,9 +132,7 @@ export const McpPostLive = Layer.scoped(
       started: number
     ) => {
       if (!allowedOrigin) throw originRefused
-      const caller = await verify(request.headers.authorization)
-      const lacking = missingScopes(caller, config.backends)
-      if (lacking !== undefined) throw insufficientScope(challengeUrl, lacking)
+      const view = await authorize(request.headers.authorization)
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
       const parsed = parseMessage(await readBody(request, signal))
       if (parsed._tag === "Rejected") {
@@ -144,16 +142,15 @@ export const McpPostLive = Layer.scoped(
       const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
       const list = directToolList(parsed.message, request.headers)
       if (list !== undefined) {
-        const visible = filter.visibleBackends(caller, config.backends)
-        const result = toolPages.result(backends.index(), visible, list.cursor, list.era)
+        const result = toolPages.result(backends.index(), view, list.cursor, list.era)
         if (result !== undefined) return reply.result(list.id, result)
       }
       const direct = directToolCall(parsed.message, request.headers)
-      if (direct !== undefined) return serveDirectCall(direct, { caller, toolCalls, signal, deadline }, reply)
+      if (direct !== undefined) return serveDirectCall(direct, { view, toolCalls, signal, deadline }, reply)
       const response = await endpoint.serve(
         new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
         parsed.message,
-        { caller, deadline }
+        { view, deadline }
       )
       return reply.web(response)
     }

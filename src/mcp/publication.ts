@@ -1,4 +1,4 @@
-import type { BackendConfig } from "../config/schema.js"
+import type { ApprovalPolicy, BackendConfig } from "../config/schema.js"
 
 /**
  * Which original tools of a backend are published, and which count as write tools (docs/mcp.md,
@@ -8,9 +8,11 @@ import type { BackendConfig } from "../config/schema.js"
 export interface ToolPublication {
   readonly published: boolean
   readonly write: boolean
+  /** The rule's per-operation approval policy (write tools only; src/policy/checks/approval.ts). */
+  readonly approval: ApprovalPolicy | undefined
 }
 
-const unpublished: ToolPublication = { published: false, write: false }
+const unpublished: ToolPublication = { published: false, write: false, approval: undefined }
 
 interface Matcher {
   readonly pattern: string
@@ -22,7 +24,7 @@ export const publicationOf = (backend: BackendConfig): ((tool: string) => ToolPu
   const exact = new Map<string, ToolPublication>()
   const prefixes: Array<Matcher> = []
   for (const rule of backend.tool_rules) {
-    const decision = { published: rule.publish, write: rule.write }
+    const decision = { published: rule.publish, write: rule.write, approval: rule.write ? rule.approval : undefined }
     for (const pattern of rule.tools) {
       if (pattern.endsWith("*")) prefixes.push({ pattern: pattern.slice(0, -1), specificity: pattern.length, decision })
       else exact.set(pattern, decision)

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { Context } from "effect"
-import type { Caller } from "../auth/caller.js"
 import { isRecord } from "../json.js"
+import type { View } from "../policy/view.js"
 import { version } from "../version.js"
 import { type DirectRequest, directRequest, plainHeaderValue } from "./direct.js"
 import type { Reply } from "./reply.js"
@@ -34,7 +34,7 @@ export const directToolCall = (message: unknown, headers: IncomingHttpHeaders): 
 }
 
 export interface DirectCallContext {
-  readonly caller: Caller
+  readonly view: View
   readonly toolCalls: Context.Tag.Service<ToolCalls>
   /** The request's cancellation: disconnect, request_timeout, generation closing. */
   readonly signal: AbortSignal
@@ -60,7 +60,7 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
       : (progress: Record<string, unknown>) =>
           reply.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken } })
   const outcome = await context.toolCalls.call({
-    caller: context.caller,
+    view: context.view,
     name: call.name,
     arguments: call.arguments,
     requestId: call.id,

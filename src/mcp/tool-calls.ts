@@ -1,12 +1,13 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
-import { Context, Duration, Effect, Layer } from "effect"
-import type { Caller } from "../auth/caller.js"
-import { Config } from "../config/service.js"
+import { Context, Duration, Effect, Exit, Layer, Runtime } from "effect"
+import { EventLimiter, securityEvent } from "../events/security-log.js"
 import { isRecord } from "../json.js"
+import type { CallDecision } from "../policy/decide.js"
+import { PolicyEngine } from "../policy/engine.js"
+import type { View } from "../policy/view.js"
 import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "./backend-channel.js"
 import { Backends } from "./backends.js"
 import { withoutReservedMeta } from "./catalog.js"
-import { CatalogFilter } from "./catalog-filter.js"
 import type { ExposedTool } from "./catalog-index.js"
 import {
   backendFailed,
@@ -16,12 +17,13 @@ import {
   inputNotRelayed,
   requestTimeoutCode
 } from "./forward.js"
-import { InFlightCalls } from "./in-flight.js"
+import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
 import { exposeContentUris } from "./naming.js"
 
 /** One `tools/call` of one caller, whichever way it reached the gateway. */
 export interface ToolCallRequest {
-  readonly caller: Caller
+  /** The caller's view for this request (src/policy/view.ts). */
+  readonly view: View
   /** The exposed name (`<backend>__<tool>`). */
   readonly name: string
   readonly arguments: Record<string, unknown> | undefined
@@ -43,10 +45,10 @@ export type ToolCallOutcome =
   | { readonly _tag: "Cancelled" }
 
 /**
- * The one owner of `tools/call` (docs/mcp.md, "How a request travels"): which tool an exposed name is,
- * whether this caller may call it, how the call reaches the backend, and what the caller is told. Both
- * of /mcp's paths — the gateway's direct answer and the MCP SDK's handler — go through it, so a rule
- * added here (the policy engine's argument checks and approvals) holds on both.
+ * The one owner of `tools/call` (docs/mcp.md, "How a request travels"): resolve the exposed name,
+ * **decide** (the PolicyEngine's pipeline of named checks), execute over the backend, and tell the
+ * caller. Both of /mcp's paths — the gateway's direct answer and the MCP SDK's handler — go through
+ * it, so every call rule holds on both. A call the policy stops allowing while it runs is cancelled.
  */
 export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
   ToolCalls,
@@ -59,8 +61,16 @@ export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
 
 const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Error", error: { code, message } })
 
-/** The same answer as for a tool that does not exist: unpublished and invisible tools are not revealed. */
+/** The same answer as for a tool that does not exist: unpublished, invisible and denied tools are not revealed. */
 export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`)
+
+/** Until write approvals exist, a write that needs one is refused and never reaches the backend. */
+export const approvalUnavailable = error(
+  ProtocolErrorCode.InvalidRequest,
+  "This write needs per-operation approval, which this gateway does not provide yet; it was not executed."
+)
+
+const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdrawn().message)
 
 /**
  * A CallToolResult as the caller may get it, "input" for a multi-round-trip request (not relayed), or
@@ -107,13 +117,45 @@ const errorOf = (from: JsonRpcErrorObject): JsonRpcErrorObject =>
     ? { code: from.code, message: from.message }
     : { code: from.code, message: from.message, data: from.data }
 
-export const ToolCallsLive = Layer.effect(
+export const ToolCallsLive = Layer.scoped(
   ToolCalls,
   Effect.gen(function* () {
-    const { config } = yield* Config
     const backends = yield* Backends
-    const filter = yield* CatalogFilter
+    const engine = yield* PolicyEngine
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
     const inFlight = new InFlightCalls()
+    const denials = new EventLimiter()
+
+    // A permission removed while calls run: each re-decides under the caller's new view.
+    const viewOf = (caller: View["caller"]) =>
+      Runtime.runPromiseExit(runtime)(engine.view(caller)).then((exit) =>
+        Exit.isSuccess(exit) ? exit.value : undefined
+      )
+    const unsubscribe = engine.onChange(() => {
+      void inFlight.revalidate(viewOf)
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
+
+    const logDenial = (request: ToolCallRequest, tool: ExposedTool, decision: CallDecision) => {
+      const { caller } = request.view
+      const suppressed = denials.admit(`${caller.subject}|${tool.key}`, Date.now())
+      if (suppressed === undefined) return
+      runFork(
+        securityEvent("policy.call_denied", {
+          reason: decision._tag === "Deny" ? decision.reason : "approval_required",
+          subject: caller.subject,
+          client_id: caller.clientId ?? null,
+          backend: backends.slots[tool.backend]?.config.id,
+          tool: tool.original,
+          ...(suppressed > 0 ? { suppressed } : {})
+        })
+      )
+    }
+
+    /** Whether the call may go on after a policy change: the same decision, under the new view. */
+    const stillAllowed = (tool: ExposedTool, args: Record<string, unknown> | undefined) => (view: View) =>
+      engine.decide(view, tool, args)._tag === "Allow"
 
     /** Over the channel: the common case. */
     const viaChannel = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
@@ -128,12 +170,17 @@ export const ToolCallsLive = Layer.effect(
           : { name: tool.original, arguments: request.arguments }
       const { onProgress } = request
       const send = (over: BackendChannel) =>
-        inFlight.track(request.caller, request.requestId, request.signal, (signal) =>
-          over.call("tools/call", params, tool.original, {
-            signal,
-            timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
-            ...(onProgress === undefined ? {} : { onProgress })
-          })
+        inFlight.track(
+          request.view.caller,
+          request.requestId,
+          request.signal,
+          (signal) =>
+            over.call("tools/call", params, tool.original, {
+              signal,
+              timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
+              ...(onProgress === undefined ? {} : { onProgress })
+            }),
+          stillAllowed(tool, request.arguments)
         )
       // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
       // a new session the call is sent again, so a backend's restart costs the caller a moment, not an error.
@@ -154,6 +201,7 @@ export const ToolCallsLive = Layer.effect(
         backends.reportFailure(tool.backend)
         return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
       } catch (failure) {
+        if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (!(failure instanceof ChannelFailure)) throw failure
         if (failure.reason === "timeout") return error(requestTimeoutCode, backendTimedOut(backendId))
         if (failure.reason === "failed") {
@@ -179,14 +227,20 @@ export const ToolCallsLive = Layer.effect(
           ? { name: tool.original }
           : { name: tool.original, arguments: request.arguments }
       try {
-        const result = await inFlight.track(request.caller, request.requestId, request.signal, (signal) =>
-          forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options))
+        const result = await inFlight.track(
+          request.view.caller,
+          request.requestId,
+          request.signal,
+          (signal) =>
+            forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
+          stillAllowed(tool, request.arguments)
         )
         const exposed = callResult(result as Record<string, unknown>, slot.config.id)
         return exposed === undefined || exposed === "input"
           ? error(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
           : { _tag: "Result", result: exposed }
       } catch (failure) {
+        if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (request.signal.aborted) return { _tag: "Cancelled" }
         if (failure instanceof ProtocolError) {
           const data = (failure as { data?: unknown }).data
@@ -200,8 +254,11 @@ export const ToolCallsLive = Layer.effect(
       inFlight,
       call: (request) => {
         const tool = backends.index().toolByName.get(request.name)
-        if (tool === undefined || filter.visibleBackends(request.caller, config.backends)[tool.backend] !== true) {
-          return Promise.resolve(unknownTool(request.name))
+        if (tool === undefined) return Promise.resolve(unknownTool(request.name))
+        const decision = engine.decide(request.view, tool, request.arguments)
+        if (decision._tag !== "Allow") {
+          logDenial(request, tool, decision)
+          return Promise.resolve(decision._tag === "Deny" ? unknownTool(request.name) : approvalUnavailable)
         }
         if (nestsDeeperThan(request.arguments, MAX_ARGUMENT_DEPTH)) {
           const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`

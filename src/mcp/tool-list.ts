@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
+import type { View } from "../policy/view.js"
 import { version } from "../version.js"
 import type { CatalogIndex } from "./catalog-index.js"
 import { type DirectRequest, directRequest } from "./direct.js"
@@ -41,10 +42,11 @@ const modernTail = `,"resultType":"complete","ttlMs":0,"cacheScope":"private","_
 })}`
 
 /**
- * `tools/list` result documents, serialized once per catalog index, caller visibility (which backends
- * the caller's scopes open) and cursor: a catalog of thousands of tools is otherwise re-serialized
- * (and, through the SDK, re-validated) on every page of every client's listing. A rebuilt index starts
- * a new cache, so a cached page never outlives the catalog it was cut from.
+ * `tools/list` result documents, serialized once per catalog index, caller view (its fingerprint:
+ * callers with the same effective access share pages) and cursor: a catalog of thousands of tools is
+ * otherwise re-serialized (and, through the SDK, re-validated) on every page of every client's listing.
+ * A rebuilt index starts a new cache, so a cached page never outlives the catalog it was cut from, and
+ * a changed permission changes the fingerprint, so it can never be served an older page.
  */
 export class ToolPages {
   private index: CatalogIndex | undefined
@@ -59,12 +61,7 @@ export class ToolPages {
   }
 
   /** The JSON of the result, or undefined for a cursor the SDK must answer (it is not one of ours). */
-  result(
-    index: CatalogIndex,
-    visible: ReadonlyArray<boolean>,
-    cursor: string | undefined,
-    era: DirectRequest["era"]
-  ): string | undefined {
+  result(index: CatalogIndex, view: View, cursor: string | undefined, era: DirectRequest["era"]): string | undefined {
     if (index !== this.index) {
       this.index = index
       this.pages = new Map()
@@ -73,12 +70,18 @@ export class ToolPages {
     // Only cursors this gateway hands out are cached: canonical, naming a tool of this catalog. Any
     // other string that decodes is still answered, just not kept (a caller cannot fill the cache).
     const cacheable = cursor === undefined || isIssuedCursor(index, cursor)
-    const key = `${era}|${visible.map((open) => (open ? "1" : "0")).join("")}|${cursor ?? ""}`
+    const key = `${era}|${view.fingerprint}|${cursor ?? ""}`
     const cached = cacheable ? this.pages.get(key) : undefined
     if (cached !== undefined) return cached
     let page: ReturnType<typeof pageOf>
     try {
-      page = pageOf(index.tools, visible, cursor, this.pageSize, (entry) => entry.item)
+      page = pageOf(
+        index.tools,
+        (tool) => view.seesTool(tool),
+        cursor,
+        this.pageSize,
+        (entry) => entry.item
+      )
     } catch {
       return undefined
     }

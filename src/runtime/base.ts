@@ -1,20 +1,40 @@
 import { Layer, type Redacted } from "effect"
 import { authBaseLayer } from "../auth/layer.js"
-import type { StorageConfig } from "../config/schema.js"
+import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
+import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
+import { accessSettingsOf } from "../policy/settings.js"
+import { PolicyWrites } from "../policy/writes.js"
+import { AuditEventRepo } from "../store/audit-events.js"
+import { GroupRepo } from "../store/groups.js"
 import { StoreLive } from "../store/live.js"
+import { MembershipRepo } from "../store/memberships.js"
+import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SigningKeyRepo } from "../store/signing-keys.js"
+
+/** The repositories of the access policy: groups, memberships, the audit trail and the version counter. */
+export const policyRepositories = Layer.mergeAll(
+  GroupRepo.Default,
+  MembershipRepo.Default,
+  PolicyVersionRepo.Default,
+  AuditEventRepo.Default
+)
 
 /**
  * The process-wide services: the configuration key, the store (opened, checked and migrated before
- * anything else runs), the signer, and the authorization server's repositories, pending logins and
- * session check. Their settings are static, so generations share them.
+ * anything else runs), the signer, the authorization server's repositories, pending logins and
+ * session check, and the stored access policy. Their settings are static, so generations share them.
  */
-export const baseLayer = (storage: StorageConfig, key: Redacted.Redacted<Uint8Array>) => {
+export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
-  const store = StoreLive(storage).pipe(Layer.provideMerge(sealer))
+  const store = StoreLive(config.storage).pipe(Layer.provideMerge(sealer))
   const signer = Signer.Default.pipe(Layer.provideMerge(SigningKeyRepo.Default), Layer.provideMerge(store))
-  return authBaseLayer.pipe(Layer.provideMerge(signer))
+  const access = PolicyWrites.Default.pipe(
+    Layer.provideMerge(AccessStateLive),
+    Layer.provideMerge(policyRepositories),
+    Layer.provide(Layer.succeed(AccessSettingsTag, accessSettingsOf(config)))
+  )
+  return access.pipe(Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

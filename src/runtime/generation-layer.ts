@@ -8,10 +8,16 @@ import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/backends.js"
 import type { BackendCatalog } from "../mcp/catalog.js"
-import { type CatalogFilter, ScopeCatalogFilter } from "../mcp/catalog-filter.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/endpoint.js"
 import { type McpPost, McpPostLive } from "../mcp/post.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/tool-calls.js"
+import type { AccessState } from "../policy/access-state.js"
+import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
+import type { PolicyWrites } from "../policy/writes.js"
+import type { AuditEventRepo } from "../store/audit-events.js"
+import type { GroupRepo } from "../store/groups.js"
+import type { MembershipRepo } from "../store/memberships.js"
+import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
@@ -20,7 +26,20 @@ import { type Readiness, ReadinessLive } from "./readiness.js"
  * Services that live for the whole process. Their configuration is static (spec Versioning 7:
  * `storage`, `auth`), so every generation shares them instead of reopening the database.
  */
-export type BaseServices = Store | SqlClient.SqlClient | ConfigKey | Sealer | SigningKeyRepo | Signer | AuthBaseServices
+export type BaseServices =
+  | Store
+  | SqlClient.SqlClient
+  | ConfigKey
+  | Sealer
+  | SigningKeyRepo
+  | Signer
+  | AuthBaseServices
+  | AccessState
+  | PolicyWrites
+  | GroupRepo
+  | MembershipRepo
+  | PolicyVersionRepo
+  | AuditEventRepo
 
 /** What one generation provides to its routes. */
 export type GenerationServices =
@@ -29,10 +48,15 @@ export type GenerationServices =
   | Readiness
   | BearerVerifier
   | Backends
-  | CatalogFilter
+  | PolicyEngine
   | McpEndpoint
   | McpPost
   | ToolCalls
+
+/** Services a test may replace in a generation (e.g. a PolicyEngine fake for tests of the data plane). */
+export interface GenerationOverrides {
+  readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | BaseServices>
+}
 
 /**
  * The reloadable part: rebuilt from each validated configuration. `previous` is the catalogs of the
@@ -41,11 +65,12 @@ export type GenerationServices =
  */
 export const generationLayer = (
   loaded: LoadedConfig,
-  previous: ReadonlyMap<string, BackendCatalog> = new Map()
+  previous: ReadonlyMap<string, BackendCatalog> = new Map(),
+  overrides: GenerationOverrides = {}
 ): Layer.Layer<Exclude<GenerationServices, BaseServices>, unknown, BaseServices> => {
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
-  const core = Layer.mergeAll(BearerVerifierLive, backends, ScopeCatalogFilter)
+  const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive)
   const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive), Layer.provideMerge(ToolCallsLive))
   return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
 }

@@ -13,6 +13,8 @@ export interface SuperviseOptions {
   readonly env: Readonly<Record<string, string | undefined>>
   readonly loaded: LoadedConfig
   readonly base: Layer.Layer<BaseServices, unknown>
+  /** Runs once the process-wide services exist, before the first generation (the `--dev` setup). */
+  readonly prepare?: Effect.Effect<void, never, BaseServices>
   readonly extraRoutes?: ExtraRoutes
   /** Told the listener's port once serving (tests listen on port 0). */
   readonly onListening?: (port: number) => void
@@ -30,6 +32,7 @@ export const supervise = (options: SuperviseOptions) =>
       // SIGTERM during start-up is queued and honoured once serving begins.
       const signals = yield* signalQueue
       const base = yield* Layer.build(options.base)
+      if (options.prepare !== undefined) yield* Effect.provide(options.prepare, base)
       const listen = parseListen(loaded.config.server.listen)!
       const first = yield* buildGeneration(1, loaded, base, options.extraRoutes)
       const listener = yield* makeListener(listen.host, listen.port)

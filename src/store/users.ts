@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
 import { SessionCache } from "./session-cache.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
@@ -18,6 +19,14 @@ export const UserRow = Schema.Struct({
   username: Schema.NullOr(Schema.String),
   display_name: Schema.String,
   status: UserStatus,
+  revision: StoredRevision,
+  /** The directory's word on this person (pushed snapshots); true until a snapshot says otherwise. */
+  directory_active: StoredBoolean,
+  /** When sign-in or a directory snapshot last confirmed the upstream-owned memberships. */
+  membership_verified_at: Schema.NullOr(StoredTimestamp),
+  /** Enterprise identities: the provider connection's namespace and the subject it asserted. */
+  namespace: Schema.NullOr(Schema.String),
+  external_subject: Schema.NullOr(Schema.String),
   created_at: StoredTimestamp,
   updated_at: StoredTimestamp
 })
@@ -30,7 +39,22 @@ export interface NewLocalUser {
   readonly at: Date
 }
 
+export interface NewEnterpriseUser {
+  readonly namespace: string
+  readonly externalSubject: string
+  readonly displayName: string
+  readonly at: Date
+}
+
+/** The outcome of a write conditioned on the row's revision (`If-Match`). */
+export type ConditionalWrite =
+  | { readonly _tag: "Written"; readonly revision: number }
+  | { readonly _tag: "Stale"; readonly revision: number }
+  | { readonly _tag: "Missing" }
+
 export const newUserId = (): UserId => UserId.make(randomUUID())
+
+const RevisionRow = Schema.Array(Schema.Struct({ revision: StoredRevision }))
 
 /** Persistence of `users`. A status change invalidates the session cache so it applies on the next request. */
 export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
@@ -48,17 +72,33 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       Result: UserRow,
       execute: (username) => sql`SELECT * FROM users WHERE kind <> 'enterprise' AND username = ${username}`
     })
+    const byExternal = SqlSchema.findOne({
+      Request: Schema.Struct({ namespace: Schema.String, subject: Schema.String }),
+      Result: UserRow,
+      execute: ({ namespace, subject }) =>
+        sql`SELECT * FROM users WHERE kind = 'enterprise' AND namespace = ${namespace}
+          AND external_subject = ${subject}`
+    })
     const builtinAdmin = SqlSchema.findOne({
       Request: Schema.Void,
       Result: UserRow,
       execute: () => sql`SELECT * FROM users WHERE kind = 'builtin_admin'`
+    })
+    const all = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: UserRow,
+      execute: () => sql`SELECT * FROM users ORDER BY created_at, id`
     })
 
     const findById = Effect.fn("UserRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
     const findLocalByUsername = Effect.fn("UserRepo.findLocalByUsername")((username: string) =>
       byUsername(username).pipe(Effect.orDie)
     )
+    const findEnterprise = Effect.fn("UserRepo.findEnterprise")((namespace: string, subject: string) =>
+      byExternal({ namespace, subject }).pipe(Effect.orDie)
+    )
     const findBuiltinAdmin = builtinAdmin(undefined).pipe(Effect.orDie, Effect.withSpan("UserRepo.findBuiltinAdmin"))
+    const list = all(undefined).pipe(Effect.orDie, Effect.withSpan("UserRepo.list"))
 
     const insertLocal = Effect.fn("UserRepo.insertLocal")(function* (user: NewLocalUser) {
       const id = newUserId()
@@ -75,14 +115,84 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       return id
     })
 
+    /** A new enterprise identity, pending until an administrator enables it (spec States: Enterprise user). */
+    const insertEnterprise = Effect.fn("UserRepo.insertEnterprise")(function* (user: NewEnterpriseUser) {
+      const id = newUserId()
+      const at = toStoredTimestamp(user.at)
+      yield* sql`INSERT INTO users ${sql.insert({
+        id,
+        kind: "enterprise",
+        username: null,
+        display_name: user.displayName,
+        status: "pending",
+        namespace: user.namespace,
+        external_subject: user.externalSubject,
+        created_at: at,
+        updated_at: at
+      })}`.pipe(Effect.orDie)
+      return id
+    })
+
     const setStatus = Effect.fn("UserRepo.setStatus")(function* (id: string, status: UserStatus, at: Date) {
-      yield* sql`UPDATE users SET status = ${status}, updated_at = ${toStoredTimestamp(at)} WHERE id = ${id}`.pipe(
-        Effect.orDie
-      )
+      yield* sql`UPDATE users SET status = ${status}, revision = revision + 1, updated_at = ${toStoredTimestamp(at)}
+        WHERE id = ${id}`.pipe(Effect.orDie)
       yield* cache.forgetUser(id)
     })
 
-    return { findById, findLocalByUsername, findBuiltinAdmin, insertLocal, setStatus } as const
+    /**
+     * Bumps the revision of user `id` if it is still `expected` (and sets `status` when given): one
+     * conditional UPDATE, so two writers holding the same revision cannot both succeed.
+     */
+    const updateIfRevision = Effect.fn("UserRepo.updateIfRevision")(function* (
+      id: string,
+      expected: number,
+      change: { readonly status?: UserStatus },
+      at: Date
+    ) {
+      const stamp = toStoredTimestamp(at)
+      const status = change.status === undefined ? sql`status` : sql`${change.status}`
+      const rows = yield* sql`UPDATE users SET status = ${status}, revision = revision + 1, updated_at = ${stamp}
+        WHERE id = ${id} AND revision = ${expected} RETURNING revision`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(RevisionRow)),
+        Effect.orDie
+      )
+      yield* cache.forgetUser(id)
+      const written = rows[0]
+      if (written !== undefined) return { _tag: "Written", revision: written.revision } as ConditionalWrite
+      const current = yield* findById(id)
+      return current._tag === "None"
+        ? ({ _tag: "Missing" } as ConditionalWrite)
+        : ({ _tag: "Stale", revision: current.value.revision } as ConditionalWrite)
+    })
+
+    /** Records the directory's active state and when the upstream memberships were last confirmed. */
+    const setUpstreamState = Effect.fn("UserRepo.setUpstreamState")(function* (
+      id: string,
+      state: { readonly directoryActive?: boolean; readonly verifiedAt?: Date | null }
+    ) {
+      const active =
+        state.directoryActive === undefined ? sql`directory_active` : sql`${toStoredBoolean(state.directoryActive)}`
+      const verified =
+        state.verifiedAt === undefined
+          ? sql`membership_verified_at`
+          : sql`${state.verifiedAt === null ? null : toStoredTimestamp(state.verifiedAt)}`
+      yield* sql`UPDATE users SET directory_active = ${active}, membership_verified_at = ${verified}
+        WHERE id = ${id}`.pipe(Effect.orDie)
+      yield* cache.forgetUser(id)
+    })
+
+    return {
+      findById,
+      findLocalByUsername,
+      findEnterprise,
+      findBuiltinAdmin,
+      list,
+      insertLocal,
+      insertEnterprise,
+      setStatus,
+      updateIfRevision,
+      setUpstreamState
+    } as const
   }),
   dependencies: [SessionCache.Default]
 }) {}

@@ -8,8 +8,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client"
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { UserRepo } from "../../src/store/users.js"
+import { grantAccessTo } from "../support/grants.js"
 import { alphaTools, startBackend } from "../support/mcp-backends.js"
 import { Browser, callbackParams, signIn } from "../support/oauth-client.js"
 import { defaultClients, inGateway, oauthGateway } from "../support/oauth-gateway.js"
@@ -24,22 +25,19 @@ const gatewayWithBackend = Effect.gen(function* () {
     promise(() => startBackend("alpha", alphaTools)),
     (started) => promise(() => started.stop())
   )
-  return yield* oauthGateway({
+  const gateway = yield* oauthGateway({
     auth: (origin) => ({ sso: { clients: defaultClients(origin) } }),
     patch: {
-      backends: [
-        {
-          id: "alpha",
-          url: backend.url,
-          allow_insecure_http: true,
-          // No scope: the administrator holds no backend scope (src/auth/held-scopes.ts), so a backend
-          // that required one would show it nothing until permission groups exist.
-          required_scopes: [],
-          tool_rules: [{ tools: ["*"] }]
-        }
-      ]
+      backends: [{ id: "alpha", url: backend.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }]
     }
   })
+  // The administrator's own group grants no business tools: a permission group gives it alpha's tools.
+  yield* inGateway(gateway)(
+    Effect.flatMap(UserRepo, (users) => users.findBuiltinAdmin).pipe(
+      Effect.flatMap((admin) => grantAccessTo(Option.getOrThrow(admin).id, [{ endpoint_id: "alpha", tools: ["echo"] }]))
+    )
+  )
+  return gateway
 })
 
 /** Plays the person in the browser: opens the URL the SDK produced, signs in, returns the callback. */
@@ -81,7 +79,7 @@ describe("real MCP clients sign in through the built-in authorization server", (
         client.connect(new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { authProvider: provider }))
       )
       const listed = yield* promise(() => client.listTools())
-      expect(listed.tools.length).toBeGreaterThan(0)
+      expect(listed.tools.map((tool) => tool.name)).toEqual(["alpha__echo"])
 
       // Disabling the person denies the very next request, long before the token expires.
       const users = yield* inGateway(gateway)(UserRepo)

@@ -28,7 +28,7 @@ describe("authorization server metadata", () => {
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: ["none"],
         authorization_response_iss_parameter_supported: true,
-        scopes_supported: ["offline_access", "gateway:admin", "gateway:audit"],
+        scopes_supported: ["offline_access", "gateway:admin", "gateway:audit", "gateway:approve", "gateway:security"],
         prompt_values_supported: ["none", "login", "consent"]
       }
       for (const path of ["/.well-known/oauth-authorization-server/sso", "/.well-known/openid-configuration/sso"]) {
@@ -57,7 +57,7 @@ describe("authorization server metadata", () => {
   // In-process: an external-mode generation would first load the external key set.
   it.scoped("in external mode the built-in server does not exist: its paths are 404", () =>
     Effect.gen(function* () {
-      const base = yield* Layer.build(baseLayer(yield* withStorage("sqlite"), randomConfigKey()))
+      const base = yield* Layer.build(baseLayer(configOf({ storage: yield* withStorage("sqlite") }), randomConfigKey()))
       const loaded = {
         file: "gateway.yaml",
         config: configOf({
@@ -91,7 +91,7 @@ describe("authorization server metadata", () => {
 })
 
 describe("scopes_supported", () => {
-  it("is offline_access plus every scope the configuration names, once each", () => {
+  it("is offline_access, every role's administrative scopes and every backend's required scopes, once each", () => {
     const config = configOf({
       admin: {
         required_scopes: ["gateway:admin"],
@@ -105,6 +105,7 @@ describe("scopes_supported", () => {
     expect(scopesSupported(config)).toEqual([
       "offline_access",
       "gateway:admin",
+      "gateway:approve",
       "gateway:security",
       "tools:read",
       "tools:write"

@@ -10,13 +10,17 @@ import { Sealer } from "../../src/crypto/sealer.js"
 import { LocalAccounts } from "../../src/identity/local/accounts.js"
 import { ADMIN_USERNAME, initAdmin } from "../../src/identity/local/admin.js"
 import { generateTotpSecret, totpAt } from "../../src/identity/local/totp.js"
+import { policyRepositories } from "../../src/runtime/base.js"
 import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { UserRepo } from "../../src/store/users.js"
 import { storeKinds, testStoreLayer } from "../support/databases.js"
 
 const layerFor = (kind: (typeof storeKinds)[number]) =>
-  LocalAccounts.Default.pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(testStoreLayer(kind)))
+  LocalAccounts.Default.pipe(
+    Layer.provideMerge(Layer.mergeAll(authRepositories, policyRepositories)),
+    Layer.provideMerge(testStoreLayer(kind))
+  )
 
 const password = (text: string) => Redacted.make(text)
 const create = (text?: string) =>

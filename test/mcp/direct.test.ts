@@ -17,6 +17,7 @@ import { directToolList, ToolPages } from "../../src/mcp/tool-list.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
+import { permitView } from "../support/permit-policy.js"
 
 const envelope = {
   "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -49,25 +50,26 @@ describe("the tools/list page cache", () => {
   const tools = ["t1", "t2", "t3", "t4", "t5"].map((name) => ({ name, inputSchema: { type: "object" as const } }))
   const catalog = { tools, prompts: [], resources: [], templates: [], completions: false }
   const index = buildIndex([{ config: config.backends[0]!, catalog }])
+  const view = permitView(config.backends)
 
   it("keeps the pages of cursors it hands out, answers any other cursor without keeping it", () => {
     const pages = new ToolPages(2)
-    const first = JSON.parse(pages.result(index, [true], undefined, "modern")!)
+    const first = JSON.parse(pages.result(index, view, undefined, "modern")!)
     expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t1", "b__t2"])
-    const second = JSON.parse(pages.result(index, [true], first.nextCursor, "legacy")!)
+    const second = JSON.parse(pages.result(index, view, first.nextCursor, "legacy")!)
     expect(second.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t3", "b__t4"])
     expect(second.resultType).toBeUndefined()
     const held = pages.cachedChars
     // Base64url decoding skips characters outside the alphabet: the same page under endless spellings.
     for (let n = 1; n <= 50; n++) {
       const junk = `${first.nextCursor}${"!".repeat(n)}`
-      expect(JSON.parse(pages.result(index, [true], junk, "modern")!).tools).toHaveLength(2)
+      expect(JSON.parse(pages.result(index, view, junk, "modern")!).tools).toHaveLength(2)
     }
     const foreign = Buffer.from(JSON.stringify({ after: "zzz-not-a-tool" })).toString("base64url")
-    expect(JSON.parse(pages.result(index, [true], foreign, "modern")!).tools).toEqual([])
+    expect(JSON.parse(pages.result(index, view, foreign, "modern")!).tools).toEqual([])
     expect(pages.cachedChars).toBe(held)
     // A cursor that does not decode is the SDK's to answer (-32602 Invalid cursor).
-    expect(pages.result(index, [true], "%%%", "modern")).toBeUndefined()
+    expect(pages.result(index, view, "%%%", "modern")).toBeUndefined()
   })
 })
 

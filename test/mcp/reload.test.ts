@@ -8,7 +8,9 @@ import { afterEach, describe, expect, it } from "vitest"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { baseLayer } from "../../src/runtime/base.js"
+import { configOf } from "../fixtures/config/base.js"
 import { freePort, type GatewayProcess, newConfigKey, startGateway } from "../support/gateway-process.js"
+import { grantAccess } from "../support/grants.js"
 import { alphaTools, commonTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
@@ -171,16 +173,28 @@ ${withBeta ? `  - { id: beta, url: "${beta.url}", allow_insecure_http: true, req
   }, 60_000)
 })
 
-/** Mints a token the spawned `--dev` gateway accepts, with its own signing key (same database and config key). */
+/**
+ * Mints a token the spawned `--dev` gateway accepts, with its own signing key (same database and config
+ * key), for a user the test grants every tool of both backends (written to the same database).
+ */
 const devToken = (dir: string, key: string, origin: string) =>
   Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
         const configKey = yield* parseConfigKey(key)
-        const context = yield* Layer.build(baseLayer({ type: "sqlite", path: `${dir}/gateway.db` }, configKey))
+        const context = yield* Layer.build(
+          baseLayer(configOf({ storage: { type: "sqlite", path: `${dir}/gateway.db` } }), configKey)
+        )
+        const { userId } = yield* Effect.provide(
+          grantAccess([
+            { endpoint_id: "alpha", tools: ["search"] },
+            { endpoint_id: "beta", tools: ["search"] }
+          ]),
+          context
+        )
         return yield* Context.get(context, Signer).sign(
           { scope: "", sid: "dev:reload-test" },
-          { issuer: `${origin}/sso`, audience: `${origin}/mcp`, subject: "load", expiresInSeconds: 600 }
+          { issuer: `${origin}/sso`, audience: `${origin}/mcp`, subject: userId, expiresInSeconds: 600 }
         )
       })
     )

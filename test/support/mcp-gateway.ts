@@ -14,6 +14,7 @@ import { baseLayer } from "../../src/runtime/base.js"
 import { buildGeneration, closeGeneration, type Generation, waitIdle } from "../../src/runtime/generation.js"
 import { makeListener } from "../../src/runtime/listener.js"
 import { freePort } from "./gateway-process.js"
+import { permitAllAccess } from "./permit-policy.js"
 import { mintAccessToken, type TokenOptions, testSessionGuard } from "./tokens.js"
 
 /**
@@ -46,6 +47,11 @@ export interface TestGatewayOptions {
   readonly externalJwksTiming?: Partial<ExternalJwksTimingShape>
   readonly auth?: Record<string, unknown>
   readonly publicPath?: string
+  /**
+   * The stored access policy: the permissive test double (default; test/support/permit-policy.ts) for
+   * tests of the data plane, or `"store"`, the real one, for tests of the policy itself.
+   */
+  readonly policy?: "permit" | "store"
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -72,9 +78,10 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     ...options.externalJwksTiming
   })
   const baseLayers = Layer.mergeAll(
-    baseLayer(loaded.config.storage, key),
+    baseLayer(loaded.config, key),
     guard === true ? testSessionGuard : guard === false ? Layer.empty : Layer.succeed(SessionGuard, guard),
-    timing
+    timing,
+    options.policy === "store" ? Layer.empty : permitAllAccess
   )
   const base = await Effect.runPromise(Layer.buildWithScope(baseLayers, scope))
   const signer = Context.get(base, Signer)

@@ -81,7 +81,7 @@ const build = (options: OAuthGatewayOptions) =>
     if (Either.isLeft(parsed)) return yield* Effect.dieMessage(parsed.left.message)
     const loaded = parsed.right
     const key = yield* parseConfigKey(randomBytes(32).toString("base64"))
-    const base = yield* Layer.build(baseLayer(loaded.config.storage, key))
+    const base = yield* Layer.build(baseLayer(loaded.config, key))
     yield* initAdmin({
       reset: false,
       resetPassword: true,

@@ -1,6 +1,5 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
-import { Config } from "../../config/service.js"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { UserRepo, type UserRow } from "../../store/users.js"
 import type { AuthorizationRequest } from "../authorize/request.js"
@@ -89,8 +88,7 @@ export const continueAuthorization = (
       yield* pending.finish(transaction.id)
       return accountAccessRequired(settings, requested)
     }
-    const { config } = yield* Config
-    const request = { ...requested, scope: grantableScope(config, user, requested.scope) }
+    const request = { ...requested, scope: yield* grantableScope(user.id, requested.scope) }
     if (yield* consentNeeded(settings, request, user.id)) {
       if (request.prompt.has("none")) {
         yield* pending.finish(transaction.id)

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
-import { Config } from "../../config/service.js"
 import { constantTimeEqual } from "../../crypto/hashing.js"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
@@ -78,7 +77,7 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   const expiresAt = grant.authTime + SESSION_TTL_MS
   if (now >= expiresAt) return yield* invalidGrant("The sign-in is older than 8 hours; sign in again.")
   // Held scopes are read again: what the person lost since the code was issued is not in the token.
-  const scope = grantableScope((yield* Config).config, user.value, grant.scope)
+  const scope = yield* grantableScope(grant.userId, grant.scope)
   if (!(yield* consentStillCovers(settings, grant.userId, client.id, scope))) {
     return yield* invalidGrant("The person withdrew this application's access; sign in again.")
   }

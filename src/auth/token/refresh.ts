@@ -1,7 +1,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
-import { Config } from "../../config/service.js"
 import { sha256Hex } from "../../crypto/hashing.js"
+import { AccessState } from "../../policy/access-state.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
@@ -55,12 +55,14 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
   ) {
     return yield* tokenError("invalid_scope", "A refresh may only narrow the granted scope.")
   }
+  // Organization memberships older than enterprise_membership_max_age stop refresh (Authorization model 6).
+  const holder = yield* (yield* AccessState).grantOfUser(session.user_id)
+  if (holder === undefined || !holder.active) return yield* invalidGrant("The account is not enabled.")
+  if (holder.staleAt !== undefined && now >= holder.staleAt) {
+    return yield* invalidGrant("The account's organization memberships must be confirmed again: sign in again.")
+  }
   // Held scopes are read on every refresh: one the person lost since sign-in is not renewed.
-  const scope = grantableScope(
-    (yield* Config).config,
-    user.value,
-    requestedScope === undefined ? granted : narrowed.granted
-  )
+  const scope = yield* grantableScope(session.user_id, requestedScope === undefined ? granted : narrowed.granted)
 
   const next = newRefreshToken()
   const rotation = yield* repo.rotate(hash, next.hash, new Date(now))

@@ -1,7 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Option, Redacted } from "effect"
+import { AuditEventRepo } from "../../store/audit-events.js"
 import { BrowserSessionRepo } from "../../store/browser-sessions.js"
+import { ADMINISTRATORS_GROUP_ID } from "../../store/groups.js"
 import { LocalCredentialRepo } from "../../store/local-credentials.js"
+import { MembershipRepo } from "../../store/memberships.js"
+import { PolicyVersionRepo } from "../../store/policy-version.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
 import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "./password.js"
@@ -43,13 +47,36 @@ export const checkPasswordPolicy = (password: Redacted.Redacted<string>): AdminI
 /**
  * `gateway init-admin`: creates the built-in local administrator, or with `--reset` recovers it with
  * the same configuration key and database: a new password and/or a cleared second factor, the account
- * enabled again, and every session it had revoked (whoever lost access may not be the only holder).
+ * enabled again and back in the Administrators group, and every session it had revoked (whoever lost
+ * access may not be the only holder). A running gateway notices the change within seconds
+ * (`policy_version`, src/policy/access-state.ts).
  */
 export const initAdmin = (request: InitAdminRequest) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(apply(request))).pipe(
     Effect.catchTag("SqlError", Effect.die),
     Effect.withSpan("initAdmin")
   )
+
+/** The administrator is in the built-in Administrators group (role admin, no business tools). */
+const joinAdministrators = (userId: string, at: Date) =>
+  Effect.gen(function* () {
+    const memberships = yield* MembershipRepo
+    yield* (yield* PolicyVersionRepo).bump
+    const direct = (yield* memberships.forUser(userId))
+      .filter((row) => row.source === "direct")
+      .map((row) => row.group_id)
+    if (direct.includes(ADMINISTRATORS_GROUP_ID)) return
+    yield* memberships.replace(userId, "direct", [...direct, ADMINISTRATORS_GROUP_ID], at)
+    yield* (yield* AuditEventRepo).insert({
+      at,
+      actorId: undefined,
+      action: "identity.user_updated",
+      targetKind: "user",
+      targetId: userId,
+      detail: { groups_added: [ADMINISTRATORS_GROUP_ID], groups_removed: [], by: "gateway init-admin" },
+      requestId: undefined
+    })
+  })
 
 const apply = (request: InitAdminRequest) =>
   Effect.gen(function* () {
@@ -79,6 +106,7 @@ const apply = (request: InitAdminRequest) =>
         at: now
       })
       yield* credentials.setPassword(id, yield* hashPassword(password), now)
+      yield* joinAdministrators(id, now)
       return { created: true, generatedPassword, revokedSessions: 0 } satisfies InitAdminResult
     }
     if (!request.reset) {
@@ -90,6 +118,7 @@ const apply = (request: InitAdminRequest) =>
     if (request.resetPassword) yield* credentials.setPassword(id, yield* hashPassword(password), now)
     if (request.resetMfa) yield* credentials.clearTotp(id)
     yield* users.setStatus(id, "enabled", now)
+    yield* joinAdministrators(id, now)
     const revokedSessions = yield* sessions.revokeForUser(id, "administrator_reset", now)
     yield* browserSessions.revokeForUser(id, now)
     return {

@@ -1,0 +1,178 @@
+import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import type { Caller } from "../auth/caller.js"
+import { GroupRepo } from "../store/groups.js"
+import { MembershipRepo } from "../store/memberships.js"
+import { PolicyVersionRepo } from "../store/policy-version.js"
+import { UserRepo } from "../store/users.js"
+import { buildGrant, type Grant, type GrantSettings, type GroupIndex, indexGroups } from "./grant.js"
+
+/** How the stored identity of a caller is found (src/policy/identity-key.ts). */
+export interface AccessSettings extends GrantSettings {
+  /** `auth.mode: external`: the namespace of the issuer's subjects; undefined in builtin mode. */
+  readonly externalNamespace: string | undefined
+  /** `auth.sso.bootstrap_subjects`: join the Administrators group when first seen. */
+  readonly bootstrapSubjects: ReadonlySet<string>
+}
+
+export class AccessSettingsTag extends Context.Tag("gateway/AccessSettings")<AccessSettingsTag, AccessSettings>() {}
+
+/** What a write changed, so the state drops exactly what it derived from it. */
+export interface PolicyChange {
+  readonly users?: ReadonlyArray<string>
+  readonly groups?: boolean
+  /** The `policy_version` the write committed (absent: unknown, everything is reloaded). */
+  readonly version?: number
+}
+
+/**
+ * The stored policy as requests read it: every group, and per user their memberships and the Grant
+ * derived from both. Process-wide (users and groups do not depend on the configuration generation).
+ *
+ * Nothing here is a round trip per request: users are loaded on first use and kept until a write
+ * touches them. Every write in this process reports what it changed (`changed`), which drops the
+ * derived entries before the writer answers, so the next request already sees the change; writes by
+ * another process (`gateway init-admin`) are noticed through `policy_version` within `POLL_INTERVAL`.
+ * A load that an invalidation overtook is not kept, so a stale entry can never hide a change.
+ */
+export class AccessState extends Context.Tag("gateway/AccessState")<
+  AccessState,
+  {
+    /** The caller's stored identity and access; undefined when the caller has no identity here. */
+    readonly grantFor: (caller: Caller) => Effect.Effect<Grant | undefined>
+    readonly grantOfUser: (userId: string) => Effect.Effect<Grant | undefined>
+    readonly groups: Effect.Effect<GroupIndex>
+    /** Bumped by every change: views derived before a change are rebuilt after it. */
+    readonly epoch: () => number
+    /** Drops what `change` invalidates and tells the listeners (in-flight work re-checks itself). */
+    readonly changed: (change: PolicyChange) => Effect.Effect<void>
+    /** Runs `listener` after every change; returns the unsubscribe. */
+    readonly onChange: (listener: () => void) => () => void
+    readonly settings: AccessSettings
+  }
+>() {}
+
+/** How often a running gateway looks for policy writes made by another process. */
+export const POLL_INTERVAL = Duration.seconds(5)
+const MAX_USERS = 50_000
+
+export const AccessStateLive = Layer.scoped(
+  AccessState,
+  Effect.gen(function* () {
+    const settings = yield* AccessSettingsTag
+    const users = yield* UserRepo
+    const groupRepo = yield* GroupRepo
+    const memberships = yield* MembershipRepo
+    const versions = yield* PolicyVersionRepo
+
+    let epoch = 0
+    let groupIndex: GroupIndex | undefined
+    const grants = new Map<string, Grant>()
+    /** External subjects already resolved to a user id (external mode). */
+    const externalIds = new Map<string, string>()
+    const listeners = new Set<() => void>()
+    let seenVersion = yield* versions.current
+
+    const loadGroups = Effect.suspend(() => {
+      const started = epoch
+      return Effect.map(groupRepo.list, (rows) => {
+        const index = indexGroups(rows)
+        if (epoch === started) groupIndex = index
+        return index
+      })
+    })
+    const groups = Effect.suspend(() => (groupIndex === undefined ? loadGroups : Effect.succeed(groupIndex)))
+
+    const loadGrant = (userId: string) =>
+      Effect.gen(function* () {
+        const started = epoch
+        const user = yield* users.findById(userId)
+        if (Option.isNone(user)) return undefined
+        const rows = yield* memberships.forUser(userId)
+        const index = yield* groups
+        const grant = buildGrant(user.value, rows, index, settings)
+        if (epoch === started) {
+          if (grants.size >= MAX_USERS) grants.clear()
+          grants.set(userId, grant)
+        }
+        return grant
+      })
+
+    const grantOfUser = (userId: string): Effect.Effect<Grant | undefined> => {
+      const cached = grants.get(userId)
+      return cached === undefined ? loadGrant(userId) : Effect.succeed(cached)
+    }
+
+    /**
+     * External mode: the issuer's subject is looked up in its namespace; a subject seen for the first
+     * time becomes a pending enterprise identity an administrator can enable (bootstrap subjects join
+     * the Administrators group instead, which grants no business tools).
+     */
+    const externalUserId = (namespace: string, subject: string) =>
+      Effect.gen(function* () {
+        const known = externalIds.get(subject)
+        if (known !== undefined) return known
+        const found = yield* users.findEnterprise(namespace, subject)
+        if (Option.isSome(found)) {
+          externalIds.set(subject, found.value.id)
+          return found.value.id
+        }
+        return undefined
+      })
+
+    const notify = () => {
+      for (const listener of listeners) listener()
+    }
+
+    const changed = (change: PolicyChange) =>
+      Effect.sync(() => {
+        epoch += 1
+        const everything = change.version === undefined
+        if (everything || change.groups === true) {
+          groupIndex = undefined
+          grants.clear()
+        }
+        if (everything) externalIds.clear()
+        for (const id of change.users ?? []) grants.delete(id)
+        if (change.version !== undefined && change.version > seenVersion) seenVersion = change.version
+        notify()
+      })
+
+    // Writes by another process: compare the stored version now and then; any difference reloads all.
+    // On the live clock even under TestClock: a poll is not an expiry, and a test moving time by hours
+    // would otherwise run thousands of polls.
+    yield* versions.current.pipe(
+      Effect.flatMap((version) =>
+        version === seenVersion
+          ? Effect.void
+          : Effect.zipRight(
+              changed({}),
+              Effect.sync(() => {
+                seenVersion = version
+              })
+            )
+      ),
+      Effect.catchAllDefect(() => Effect.void),
+      Effect.repeat(Schedule.spaced(POLL_INTERVAL)),
+      Effect.withClock(Clock.make()),
+      Effect.forkScoped
+    )
+
+    return {
+      grantFor: (caller) =>
+        settings.externalNamespace === undefined
+          ? grantOfUser(caller.subject)
+          : Effect.flatMap(externalUserId(settings.externalNamespace, caller.subject), (id) =>
+              id === undefined ? Effect.succeed(undefined) : grantOfUser(id)
+            ),
+      grantOfUser,
+      groups,
+      epoch: () => epoch,
+      changed,
+      onChange: (listener) => {
+        listeners.add(listener)
+        return () => listeners.delete(listener)
+      },
+      settings
+    }
+  })
+)

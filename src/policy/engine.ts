@@ -1,0 +1,78 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { insufficientScope, invalidToken } from "../auth/bearer-challenge.js"
+import type { Caller } from "../auth/caller.js"
+import { metadataUrl } from "../auth/resource-metadata.js"
+import { Config } from "../config/service.js"
+import type { HttpError } from "../http/error-body.js"
+import type { ExposedTool } from "../mcp/catalog-index.js"
+import { AccessState } from "./access-state.js"
+import { type CallDecision, decideCall } from "./decide.js"
+import { backendAccess, effectiveScopes, isOpen, View } from "./view.js"
+
+/**
+ * The one place that decides who sees and calls what on /mcp (docs/access-policy.md). Per request it
+ * builds the caller's View once — or answers 401/403 for the whole request — and it decides every
+ * `tools/call` (`decide`, a pipeline of named checks). A generation service: it reads this
+ * generation's backends; the stored policy itself is the process-wide AccessState.
+ */
+export class PolicyEngine extends Context.Tag("gateway/PolicyEngine")<
+  PolicyEngine,
+  {
+    readonly view: (caller: Caller) => Effect.Effect<View, HttpError>
+    readonly decide: (view: View, tool: ExposedTool, args: Record<string, unknown> | undefined) => CallDecision
+    /** Runs `listener` after every policy change (in-flight work re-checks itself); returns the unsubscribe. */
+    readonly onChange: (listener: () => void) => () => void
+  }
+>() {}
+
+export const PolicyEngineLive = Layer.effect(
+  PolicyEngine,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const state = yield* AccessState
+    const backends = config.backends
+    const challengeUrl = metadataUrl(config.server.public_url)
+    const inactive = invalidToken(challengeUrl, "The account is not enabled.")
+    const stale = invalidToken(
+      challengeUrl,
+      "The account's organization memberships must be confirmed again: sign in again."
+    )
+    const everyRequiredScope = [...new Set(backends.flatMap((backend) => backend.required_scopes))].sort()
+    const lacksScopes = insufficientScope(challengeUrl, everyRequiredScope)
+    // A verified token's Caller is one object while the token is cached, so its view is built once per change.
+    const views = new WeakMap<Caller, View>()
+
+    const build = (caller: Caller, now: number) => {
+      // Read before the grant: a change landing during its load makes this view stale at once.
+      const epoch = state.epoch()
+      return Effect.flatMap(state.grantFor(caller), (grant): Effect.Effect<View, HttpError> => {
+        if (grant !== undefined && !grant.active) return Effect.fail(inactive)
+        if (grant?.staleAt !== undefined && now >= grant.staleAt) return Effect.fail(stale)
+        const scopes = effectiveScopes(caller, grant)
+        // A token that opens no backend while scopes would open some is refused up front (MCP entry 3).
+        if (backends.length > 0 && !backends.some((backend) => isOpen(backend, scopes))) return Effect.fail(lacksScopes)
+        const view = new View(
+          caller,
+          grant,
+          backendAccess(backends, grant, scopes),
+          epoch,
+          grant?.staleAt ?? Number.POSITIVE_INFINITY
+        )
+        views.set(caller, view)
+        return Effect.succeed(view)
+      })
+    }
+
+    return {
+      view: (caller) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const cached = views.get(caller)
+          return cached !== undefined && cached.epoch === state.epoch() && now < cached.validUntil
+            ? Effect.succeed(cached)
+            : build(caller, now)
+        }),
+      decide: (view, tool, args) => decideCall({ view, tool, arguments: args }),
+      onChange: state.onChange
+    }
+  })
+)

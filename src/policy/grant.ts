@@ -1,0 +1,227 @@
+import { createHash } from "node:crypto"
+import type { GroupRow } from "../store/groups.js"
+import type { MembershipRow } from "../store/memberships.js"
+import type { UserRow } from "../store/users.js"
+import { type JsonPointer, parsePointer } from "./json-pointer.js"
+import type { AccessEntry, Role } from "./permissions.js"
+import type { RoleScopes } from "./roles.js"
+
+/**
+ * A user's effective access (spec: Authorization model 1-2, 6): the union over their active direct
+ * permission groups and the permission groups their organization groups are mapped to. Built from the
+ * stored rows once per change of the user or of any group, never per request.
+ */
+
+/** How a permission group reaches the user: a direct membership, or an organization group mapped onto it. */
+export type Via =
+  | { readonly _tag: "direct" }
+  | { readonly _tag: "mapped"; readonly sourceGroupId: string; readonly sourceGroupName: string }
+
+export interface GroupSource {
+  readonly group: GroupRow
+  readonly via: Via
+}
+
+export interface CompiledRule {
+  readonly argument: string
+  readonly pointer: JsonPointer
+  readonly allowed: ReadonlySet<string>
+}
+
+/** One access entry as it applies to this user, with where it came from. */
+export interface GrantedEntry {
+  readonly entry: AccessEntry
+  readonly source: GroupSource
+  readonly rules: ReadonlyArray<CompiledRule>
+}
+
+/** What the user may do with one backend (`access[].endpoint_id`). */
+export interface EndpointAccess {
+  /** The entries naming original tool `tool` (empty: none does). */
+  entries(tool: string): ReadonlyArray<GrantedEntry>
+  /** An entry naming `tool` has `allow_write_requests`. */
+  writable(tool: string): boolean
+  /** An entry names original prompt `name`. */
+  prompt(name: string): boolean
+  readonly readResources: boolean
+  readonly subscribe: boolean
+  /** A digest of everything above: equal keys mean equal access to this backend. */
+  readonly key: string
+}
+
+const noEntries: ReadonlyArray<GrantedEntry> = []
+
+/** The EndpointAccess of the access entries that name one backend. */
+class EntriesAccess implements EndpointAccess {
+  constructor(
+    private readonly tools: ReadonlyMap<string, ReadonlyArray<GrantedEntry>>,
+    private readonly writes: ReadonlySet<string>,
+    private readonly prompts: ReadonlySet<string>,
+    readonly readResources: boolean,
+    readonly subscribe: boolean,
+    readonly key: string
+  ) {}
+  entries(tool: string) {
+    return this.tools.get(tool) ?? noEntries
+  }
+  writable(tool: string) {
+    return this.writes.has(tool)
+  }
+  prompt(name: string) {
+    return this.prompts.has(name)
+  }
+}
+
+export interface Grant {
+  readonly user: UserRow
+  /** Enabled locally and active in the directory (spec: Authorization model 2). */
+  readonly active: boolean
+  /** Enterprise users: when their upstream memberships stop counting (ms since epoch); else undefined. */
+  readonly staleAt: number | undefined
+  readonly roles: ReadonlySet<Role>
+  /** The scopes the user holds now: permission scopes and the scopes of their roles. */
+  readonly scopes: ReadonlySet<string>
+  /** Every active permission group that applies, and how. */
+  readonly sources: ReadonlyArray<GroupSource>
+  /** What the user may do with backend `id`; undefined when no access entry names it. */
+  endpoint(id: string): EndpointAccess | undefined
+}
+
+export interface GroupIndex {
+  readonly byId: ReadonlyMap<string, GroupRow>
+  /** Organization group id → the enabled permission groups it is mapped to. */
+  readonly mappedBy: ReadonlyMap<string, ReadonlyArray<GroupRow>>
+}
+
+export const indexGroups = (groups: ReadonlyArray<GroupRow>): GroupIndex => {
+  const byId = new Map(groups.map((group) => [group.id, group]))
+  const mappedBy = new Map<string, Array<GroupRow>>()
+  for (const group of groups) {
+    if (group.kind !== "permission") continue
+    for (const source of group.source_groups) {
+      const list = mappedBy.get(source)
+      if (list === undefined) mappedBy.set(source, [group])
+      else list.push(group)
+    }
+  }
+  return { byId, mappedBy }
+}
+
+export interface GrantSettings {
+  readonly roleScopes: RoleScopes
+  /** `auth.enterprise_membership_max_age`, in ms. */
+  readonly membershipMaxAgeMs: number
+}
+
+const compileRules = (entry: AccessEntry): ReadonlyArray<CompiledRule> =>
+  entry.resource_rules.map((rule) => ({
+    argument: rule.argument,
+    // Validated when written; an unparseable pointer can only come from a hand-edited row: it never matches.
+    pointer: parsePointer(rule.argument) ?? ["\u0000unparseable"],
+    allowed: new Set(rule.allowed_values)
+  }))
+
+const digest = (parts: ReadonlyArray<string>) => createHash("sha256").update(parts.join("\n")).digest("base64url")
+
+/**
+ * The sources of `user`'s access: direct memberships of enabled permission groups, and enabled
+ * organization groups mapped onto enabled permission groups. Upstream memberships count only once
+ * an upstream has verified them (`membership_verified_at`).
+ */
+export const sourcesOf = (
+  user: UserRow,
+  memberships: ReadonlyArray<MembershipRow>,
+  groups: GroupIndex
+): ReadonlyArray<GroupSource> => {
+  const sources: Array<GroupSource> = []
+  const seen = new Set<string>()
+  const add = (group: GroupRow, via: Via) => {
+    if (seen.has(group.id) || !group.enabled || group.kind !== "permission") return
+    seen.add(group.id)
+    sources.push({ group, via })
+  }
+  for (const membership of memberships) {
+    const group = groups.byId.get(membership.group_id)
+    if (group === undefined || !group.enabled) continue
+    if (membership.source === "direct") {
+      add(group, { _tag: "direct" })
+      continue
+    }
+    if (user.membership_verified_at === null) continue
+    for (const mapped of groups.mappedBy.get(group.id) ?? []) {
+      add(mapped, { _tag: "mapped", sourceGroupId: group.id, sourceGroupName: group.name })
+    }
+  }
+  return sources
+}
+
+interface EndpointBuilder {
+  readonly tools: Map<string, Array<GrantedEntry>>
+  readonly writable: Set<string>
+  readonly prompts: Set<string>
+  readResources: boolean
+  subscribe: boolean
+}
+
+const sorted = (values: Iterable<string>) => [...values].sort()
+
+export const buildGrant = (
+  user: UserRow,
+  memberships: ReadonlyArray<MembershipRow>,
+  groups: GroupIndex,
+  settings: GrantSettings
+): Grant => {
+  const sources = sourcesOf(user, memberships, groups)
+  const roles = new Set<Role>()
+  const scopes = new Set<string>()
+  const builders = new Map<string, EndpointBuilder>()
+  for (const source of sources) {
+    const permissions = source.group.permissions
+    if (permissions === null) continue
+    for (const role of permissions.roles) {
+      roles.add(role)
+      for (const scope of settings.roleScopes.get(role) ?? []) scopes.add(scope)
+    }
+    for (const scope of permissions.scopes) scopes.add(scope)
+    for (const entry of permissions.access) {
+      let builder = builders.get(entry.endpoint_id)
+      if (builder === undefined) {
+        builder = { tools: new Map(), writable: new Set(), prompts: new Set(), readResources: false, subscribe: false }
+        builders.set(entry.endpoint_id, builder)
+      }
+      const granted: GrantedEntry = { entry, source, rules: compileRules(entry) }
+      for (const tool of entry.tools) {
+        const list = builder.tools.get(tool)
+        if (list === undefined) builder.tools.set(tool, [granted])
+        else list.push(granted)
+        if (entry.allow_write_requests) builder.writable.add(tool)
+      }
+      for (const prompt of entry.prompts) builder.prompts.add(prompt)
+      builder.readResources ||= entry.read_resources
+      builder.subscribe ||= entry.subscribe
+    }
+  }
+  const endpoints = new Map<string, EndpointAccess>()
+  for (const [id, builder] of builders) {
+    const key = digest([
+      sorted(builder.tools.keys()).join(","),
+      sorted(builder.writable).join(","),
+      sorted(builder.prompts).join(","),
+      String(builder.readResources),
+      String(builder.subscribe)
+    ])
+    const { tools, writable, prompts, readResources, subscribe } = builder
+    endpoints.set(id, new EntriesAccess(tools, writable, prompts, readResources, subscribe, key))
+  }
+  const verifiedAt = user.membership_verified_at?.getTime()
+  return {
+    user,
+    active: user.status === "enabled" && user.directory_active,
+    staleAt:
+      user.kind === "enterprise" && verifiedAt !== undefined ? verifiedAt + settings.membershipMaxAgeMs : undefined,
+    roles,
+    scopes,
+    sources,
+    endpoint: (id) => endpoints.get(id)
+  }
+}

@@ -1,0 +1,26 @@
+import { Data } from "effect"
+
+/**
+ * Why a policy write was refused. The codes are part of the Management API's contract
+ * (docs/management-api.md, "Errors"); the description is one sentence for a person.
+ */
+export type RefusalCode =
+  | "invalid_request"
+  | "group_permissions_required"
+  | "not_found"
+  | "precondition_failed"
+  | "last_administrator"
+  | "builtin_administrator_required"
+  | "builtin_group"
+  | "name_taken"
+
+export class PolicyRefused extends Data.TaggedError("PolicyRefused")<{
+  readonly code: RefusalCode
+  readonly description: string
+}> {
+  override get message() {
+    return `${this.code}: ${this.description}`
+  }
+}
+
+export const refuse = (code: RefusalCode, description: string) => new PolicyRefused({ code, description })

@@ -1,0 +1,76 @@
+import { createHash } from "node:crypto"
+import type { Prompt } from "@modelcontextprotocol/client"
+import type { Caller } from "../auth/caller.js"
+import type { BackendConfig } from "../config/schema.js"
+import type { Entry, ExposedTool } from "../mcp/catalog-index.js"
+import type { EndpointAccess, Grant, GrantedEntry } from "./grant.js"
+
+/**
+ * What one caller may see and use on /mcp, built once per request from the caller's token and Grant
+ * (docs/access-policy.md, "Catalog"). Both /mcp paths read it; neither decides anything itself.
+ *
+ * A backend is open when the token's scopes, narrowed to the scopes the user holds now, include all
+ * of its `required_scopes`. A tool of an open backend is visible when an access entry names it (and,
+ * for a write tool, one that allows write requests); prompts, resources and subscriptions are
+ * separate permissions of the same entries.
+ */
+export class View {
+  readonly fingerprint: string
+
+  constructor(
+    readonly caller: Caller,
+    readonly grant: Grant | undefined,
+    /** Per backend (config index): its access, undefined when closed or nothing is granted. */
+    private readonly access: ReadonlyArray<EndpointAccess | undefined>,
+    readonly epoch: number,
+    /** When this view stops being valid (an enterprise membership going stale), ms since epoch. */
+    readonly validUntil: number
+  ) {
+    const parts = access.map((endpoint) => endpoint?.key ?? "-")
+    this.fingerprint = createHash("sha256").update(parts.join("\n")).digest("base64url")
+  }
+
+  /** The access entries naming `tool` (empty: the tool is not visible to this caller). */
+  entriesFor(tool: ExposedTool): ReadonlyArray<GrantedEntry> {
+    return this.access[tool.backend]?.entries(tool.original) ?? []
+  }
+
+  seesTool(tool: ExposedTool): boolean {
+    const endpoint = this.access[tool.backend]
+    if (endpoint === undefined || endpoint.entries(tool.original).length === 0) return false
+    return !tool.write || endpoint.writable(tool.original)
+  }
+
+  seesPrompt(entry: Entry<Prompt>): boolean {
+    return this.access[entry.backend]?.prompt(entry.original) === true
+  }
+
+  readsResources(backend: number): boolean {
+    return this.access[backend]?.readResources === true
+  }
+
+  /** The caller may open a `subscriptions/listen` stream. */
+  get subscribes(): boolean {
+    return this.access.some((endpoint) => endpoint?.subscribe === true)
+  }
+}
+
+export const isOpen = (backend: BackendConfig, scopes: ReadonlySet<string>): boolean =>
+  backend.required_scopes.every((scope) => scopes.has(scope))
+
+/** The token's scopes the user still holds: removed ones deny at once, added ones need a new token. */
+export const effectiveScopes = (caller: Caller, grant: Grant | undefined): ReadonlySet<string> => {
+  const held = grant?.scopes
+  if (held === undefined) return new Set()
+  const scopes = new Set<string>()
+  for (const scope of caller.scopes) if (held.has(scope)) scopes.add(scope)
+  return scopes
+}
+
+/** The per-backend access of `grant` for the backends these scopes open. */
+export const backendAccess = (
+  backends: ReadonlyArray<BackendConfig>,
+  grant: Grant | undefined,
+  scopes: ReadonlySet<string>
+): ReadonlyArray<EndpointAccess | undefined> =>
+  backends.map((backend) => (isOpen(backend, scopes) ? grant?.endpoint(backend.id) : undefined))

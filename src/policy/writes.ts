@@ -1,0 +1,324 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, FiberRef, HashMap, Option } from "effect"
+import { securityEvent } from "../events/security-log.js"
+import { AuditEventRepo } from "../store/audit-events.js"
+import { GroupRepo, type GroupRow } from "../store/groups.js"
+import { MembershipRepo, type MembershipSource } from "../store/memberships.js"
+import { PolicyVersionRepo } from "../store/policy-version.js"
+import { SessionRepo } from "../store/sessions.js"
+import { UserRepo, type UserRow, type UserStatus } from "../store/users.js"
+import { AccessState, type PolicyChange } from "./access-state.js"
+import { keepingLocalAdministrator } from "./last-administrator.js"
+import type { Permissions } from "./permissions.js"
+import { type PolicyRefused, refuse } from "./refusal.js"
+
+/** Who makes a change: the administrator's user id and kind (from their verified token). */
+export interface Actor {
+  readonly userId: string
+  readonly kind: UserRow["kind"]
+}
+
+export interface UserUpdate {
+  readonly enabled: boolean
+  /** The complete membership list; omitted keeps it. Must retain every upstream-owned group. */
+  readonly groups?: ReadonlyArray<string>
+}
+
+export interface GroupCreate {
+  readonly name: string
+  readonly enabled: boolean
+  readonly permissions: Permissions
+  readonly sourceGroups: ReadonlyArray<string>
+}
+
+export interface GroupUpdate {
+  readonly name?: string
+  readonly enabled?: boolean
+  readonly permissions?: Permissions
+  readonly sourceGroups?: ReadonlyArray<string>
+}
+
+/** Memberships per user (spec Limits). */
+export const MAX_MEMBERSHIPS = 256
+
+const requestIdOf = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) =>
+  Option.getOrUndefined(HashMap.get(annotations, "request_id"))
+)
+
+const stale = (what: string, current: number) =>
+  refuse(
+    "precondition_failed",
+    `The ${what} changed since it was read: its revision is now "${current}". Read it again.`
+  )
+
+const same = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && [...a].sort().every((value, index) => value === [...b].sort()[index])
+
+/**
+ * Every write to identities and permissions (docs/management-api.md): each runs in one transaction
+ * that first bumps `policy_version` (serializing policy writes), applies the change only if the row's
+ * revision is still the one the administrator read (`If-Match`), checks that a local administrator
+ * remains, and records an audit event; after the commit the in-memory policy drops what it changed,
+ * so the next request is decided by the new policy, and one `identity.*` log line is written.
+ */
+export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/PolicyWrites", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const users = yield* UserRepo
+    const groups = yield* GroupRepo
+    const memberships = yield* MembershipRepo
+    const versions = yield* PolicyVersionRepo
+    const audit = yield* AuditEventRepo
+    const sessions = yield* SessionRepo
+    const state = yield* AccessState
+
+    interface Outcome<A> {
+      readonly value: A
+      readonly change: PolicyChange
+      readonly event?: { readonly name: string; readonly fields: Record<string, unknown> }
+    }
+
+    /** Runs `work` in the policy transaction, then tells the in-memory policy and the log. */
+    const transaction = <A>(work: Effect.Effect<Outcome<A>, PolicyRefused, SqlClient.SqlClient>) =>
+      Effect.gen(function* () {
+        const { outcome, version } = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const version = yield* versions.bump
+              return { outcome: yield* work, version }
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
+        yield* state.changed({ ...outcome.change, version })
+        if (outcome.event !== undefined) yield* securityEvent(outcome.event.name, outcome.event.fields)
+        return outcome.value
+      })
+
+    const record = (actor: Actor | undefined, action: string, kind: "user" | "group", id: string, detail: object) =>
+      Effect.gen(function* () {
+        const at = new Date(yield* Clock.currentTimeMillis)
+        const requestId = yield* requestIdOf
+        yield* audit.insert({
+          at,
+          actorId: actor?.userId,
+          action,
+          targetKind: kind,
+          targetId: id,
+          detail: detail as Record<string, unknown>,
+          requestId: typeof requestId === "string" ? requestId : undefined
+        })
+        return {
+          name: action,
+          fields: { actor: actor?.userId ?? null, target_kind: kind, target_id: id, ...(detail as object) }
+        }
+      })
+
+    /** Organization groups that may be mapped: existing, not locally managed (spec: source_groups). */
+    const checkSources = (actor: Actor, sources: ReadonlyArray<string>, before: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        if (same(sources, before)) return
+        if (actor.kind !== "builtin_admin") {
+          return yield* refuse(
+            "builtin_administrator_required",
+            "Only the built-in administrator may map organization groups to permission groups."
+          )
+        }
+        const seen = new Set<string>()
+        for (const [index, id] of sources.entries()) {
+          if (seen.has(id)) return yield* refuse("invalid_request", `source_groups[${index}]: "${id}" is listed twice`)
+          seen.add(id)
+          const group = yield* groups.find(id)
+          if (group === undefined) return yield* refuse("invalid_request", `source_groups[${index}]: no group "${id}"`)
+          if (group.managed_locally || group.kind === "permission") {
+            return yield* refuse(
+              "invalid_request",
+              `source_groups[${index}]: "${id}" is a locally managed group; only organization groups and departments can be mapped`
+            )
+          }
+        }
+      })
+
+    const nameFree = (name: string, except: string | undefined) =>
+      Effect.gen(function* () {
+        const taken = (yield* groups.list).some(
+          (group) => group.kind === "permission" && group.name === name && group.id !== except
+        )
+        if (taken) return yield* refuse("name_taken", `A permission group named "${name}" already exists.`)
+      })
+
+    const updateUser = Effect.fn("PolicyWrites.updateUser")(function* (
+      actor: Actor,
+      id: string,
+      expected: number,
+      update: UserUpdate
+    ) {
+      return yield* transaction(
+        Effect.gen(function* () {
+          const found = yield* users.findById(id)
+          if (Option.isNone(found)) return yield* refuse("not_found", `No identity "${id}".`)
+          const user = found.value
+          if (user.revision !== expected) return yield* stale("identity", user.revision)
+          const current = yield* memberships.forUser(id)
+          const upstream = current.filter((row) => row.source !== "direct").map((row) => row.group_id)
+          const directBefore = current.filter((row) => row.source === "direct").map((row) => row.group_id)
+          let direct = directBefore
+          if (update.groups !== undefined) direct = yield* directGroups(update.groups, upstream)
+          const status: UserStatus = update.enabled ? "enabled" : user.status === "pending" ? "pending" : "disabled"
+          const at = new Date(yield* Clock.currentTimeMillis)
+          const { written, added, removed } = yield* keepingLocalAdministrator(
+            Effect.gen(function* () {
+              const written = yield* users.updateIfRevision(id, expected, { status }, at)
+              if (written._tag !== "Written") return yield* stale("identity", user.revision)
+              return { written, ...(yield* memberships.replace(id, "direct", direct, at)) }
+            })
+          )
+          if (status === "disabled" && user.status !== "disabled") {
+            yield* sessions.revokeForUser(id, "user_disabled", at)
+          }
+          const detail = {
+            ...(status === user.status ? {} : { status: { before: user.status, after: status } }),
+            ...(added.length + removed.length === 0 ? {} : { groups_added: added, groups_removed: removed }),
+            revision: written.revision
+          }
+          const event = yield* record(actor, "identity.user_updated", "user", id, detail)
+          return { value: written.revision, change: { users: [id] }, event }
+        })
+      )
+    })
+
+    /** The direct memberships a submitted list means: it must keep every upstream-owned group. */
+    const directGroups = (submitted: ReadonlyArray<string>, upstream: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        if (submitted.length > MAX_MEMBERSHIPS) {
+          return yield* refuse("invalid_request", `groups: at most ${MAX_MEMBERSHIPS} memberships per identity`)
+        }
+        const seen = new Set<string>()
+        const direct: Array<string> = []
+        const upstreamSet = new Set(upstream)
+        for (const [index, groupId] of submitted.entries()) {
+          if (seen.has(groupId))
+            return yield* refuse("invalid_request", `groups[${index}]: "${groupId}" is listed twice`)
+          seen.add(groupId)
+          if (upstreamSet.has(groupId)) continue
+          const group = yield* groups.find(groupId)
+          if (group === undefined) return yield* refuse("invalid_request", `groups[${index}]: no group "${groupId}"`)
+          if (!group.managed_locally) {
+            return yield* refuse(
+              "invalid_request",
+              `groups[${index}]: "${groupId}" is an organization group; its memberships come from the identity provider or directory`
+            )
+          }
+          direct.push(groupId)
+        }
+        const dropped = upstream.filter((groupId) => !seen.has(groupId))
+        if (dropped.length > 0) {
+          return yield* refuse(
+            "invalid_request",
+            `groups: must keep every upstream-owned group; missing ${dropped.map((groupId) => `"${groupId}"`).join(", ")}`
+          )
+        }
+        return direct
+      })
+
+    const createGroup = Effect.fn("PolicyWrites.createGroup")(function* (actor: Actor, create: GroupCreate) {
+      return yield* transaction(
+        Effect.gen(function* () {
+          yield* nameFree(create.name, undefined)
+          yield* checkSources(actor, create.sourceGroups, [])
+          const at = new Date(yield* Clock.currentTimeMillis)
+          const id = yield* groups.insertPermissionGroup({ ...create, at })
+          const event = yield* record(actor, "identity.group_created", "group", id, {
+            name: create.name,
+            enabled: create.enabled,
+            permissions: create.permissions,
+            source_groups: create.sourceGroups
+          })
+          return { value: id, change: { groups: true }, event }
+        })
+      )
+    })
+
+    const updateGroup = Effect.fn("PolicyWrites.updateGroup")(function* (
+      actor: Actor,
+      id: string,
+      expected: number,
+      update: GroupUpdate
+    ) {
+      return yield* transaction(
+        Effect.gen(function* () {
+          const group = yield* groups.find(id)
+          if (group === undefined) return yield* refuse("not_found", `No identity "${id}".`)
+          if (group.revision !== expected) return yield* stale("group", group.revision)
+          yield* checkGroupUpdate(actor, group, update)
+          const at = new Date(yield* Clock.currentTimeMillis)
+          const written = yield* keepingLocalAdministrator(
+            Effect.flatMap(groups.updateIfRevision(id, expected, update, at), (outcome) =>
+              outcome._tag === "Written" ? Effect.succeed(outcome) : stale("group", group.revision)
+            )
+          )
+          const event = yield* record(actor, "identity.group_updated", "group", id, {
+            ...changed("name", group.name, update.name),
+            ...changed("enabled", group.enabled, update.enabled),
+            ...changed("permissions", group.permissions, update.permissions),
+            ...changed("source_groups", group.source_groups, update.sourceGroups),
+            revision: written.revision
+          })
+          return { value: written.revision, change: { groups: true }, event }
+        })
+      )
+    })
+
+    const checkGroupUpdate = (actor: Actor, group: GroupRow, update: GroupUpdate) =>
+      Effect.gen(function* () {
+        if (group.kind !== "permission") {
+          const field =
+            update.name !== undefined ? "name" : update.permissions !== undefined ? "permissions" : "source_groups"
+          if (update.name !== undefined || update.permissions !== undefined || update.sourceGroups !== undefined) {
+            return yield* refuse(
+              "invalid_request",
+              `${field}: "${group.id}" is an organization ${group.kind}; only "enabled" can be changed here`
+            )
+          }
+          return
+        }
+        if (group.builtin !== null) {
+          const fixed =
+            (update.name !== undefined && update.name !== group.name) ||
+            update.permissions !== undefined ||
+            (update.sourceGroups !== undefined && update.sourceGroups.length > 0)
+          if (fixed) {
+            return yield* refuse(
+              "builtin_group",
+              `The built-in ${group.name} group grants administration and no business tools; only "enabled" can be changed.`
+            )
+          }
+        }
+        if (update.name !== undefined && update.name !== group.name) yield* nameFree(update.name, group.id)
+        if (update.sourceGroups !== undefined) yield* checkSources(actor, update.sourceGroups, group.source_groups)
+      })
+
+    /**
+     * Replaces the upstream-owned memberships of a user with what sign-in claims or a directory snapshot
+     * assert (organization groups only), and records when they were verified.
+     */
+    const setUpstreamMemberships = Effect.fn("PolicyWrites.setUpstreamMemberships")(function* (
+      userId: string,
+      source: Exclude<MembershipSource, "direct">,
+      groupIds: ReadonlyArray<string>,
+      verifiedAt: Date
+    ) {
+      return yield* transaction(
+        Effect.gen(function* () {
+          yield* memberships.replace(userId, source, groupIds, verifiedAt)
+          yield* users.setUpstreamState(userId, { verifiedAt })
+          return { value: undefined, change: { users: [userId] } }
+        })
+      )
+    })
+
+    return { updateUser, createGroup, updateGroup, setUpstreamMemberships } as const
+  })
+}) {}
+
+const changed = (field: string, before: unknown, after: unknown) =>
+  after === undefined || JSON.stringify(before) === JSON.stringify(after) ? {} : { [field]: { before, after } }

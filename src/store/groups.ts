@@ -1,0 +1,207 @@
+import { randomUUID } from "node:crypto"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { encodePermissions, type Permissions, PermissionsFromJson } from "../policy/permissions.js"
+import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
+import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
+import type { ConditionalWrite } from "./users.js"
+
+/** The provider value of independent permission groups (spec: Group fields). */
+export const PERMISSIONS_PROVIDER = "gateway:permissions"
+/** The id of the built-in Administrators group (created with the schema, migration 0009). */
+export const ADMINISTRATORS_GROUP_ID = "administrators"
+
+export const GroupKind = Schema.Literal("permission", "group", "department")
+export type GroupKind = typeof GroupKind.Type
+
+const GroupColumns = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  provider: Schema.String,
+  kind: GroupKind,
+  external_id: Schema.NullOr(Schema.String),
+  managed_locally: StoredBoolean,
+  builtin: Schema.NullOr(Schema.String),
+  enabled: StoredBoolean,
+  permissions: Schema.NullOr(PermissionsFromJson),
+  revision: StoredRevision,
+  created_at: StoredTimestamp,
+  updated_at: StoredTimestamp
+})
+
+/** A group with the organization groups mapped onto it (`source_groups`; permission groups only). */
+export interface GroupRow extends Schema.Schema.Type<typeof GroupColumns> {
+  readonly source_groups: ReadonlyArray<string>
+}
+
+const SourceRow = Schema.Struct({ group_id: Schema.String, source_group_id: Schema.String })
+
+export interface NewPermissionGroup {
+  readonly name: string
+  readonly enabled: boolean
+  readonly permissions: Permissions
+  readonly sourceGroups: ReadonlyArray<string>
+  readonly at: Date
+}
+
+export interface GroupChange {
+  readonly name?: string
+  readonly enabled?: boolean
+  readonly permissions?: Permissions
+  readonly sourceGroups?: ReadonlyArray<string>
+}
+
+export interface OrganizationGroup {
+  readonly externalId: string
+  readonly name: string
+}
+
+const RevisionRow = Schema.Array(Schema.Struct({ revision: StoredRevision }))
+
+/**
+ * Persistence of `groups` and `group_sources`. Writes are conditioned on the revision the caller read
+ * (`If-Match`), in one UPDATE each; callers run them inside the policy transaction (src/policy/writes.ts).
+ */
+export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const allColumns = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: GroupColumns,
+      execute: () => sql`SELECT * FROM groups ORDER BY kind, name, id`
+    })
+    const allSources = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: SourceRow,
+      execute: () => sql`SELECT group_id, source_group_id FROM group_sources ORDER BY group_id, source_group_id`
+    })
+    const oneColumns = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: GroupColumns,
+      execute: (id) => sql`SELECT * FROM groups WHERE id = ${id}`
+    })
+    const sourcesOf = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: SourceRow,
+      execute: (id) => sql`SELECT group_id, source_group_id FROM group_sources WHERE group_id = ${id}
+        ORDER BY source_group_id`
+    })
+
+    /** Every group, sources attached. Groups are few (thousands): the policy state holds them all. */
+    const list = Effect.gen(function* () {
+      const [columns, sources] = yield* Effect.all([allColumns(undefined), allSources(undefined)])
+      const byGroup = new Map<string, Array<string>>()
+      for (const row of sources) {
+        const list = byGroup.get(row.group_id)
+        if (list === undefined) byGroup.set(row.group_id, [row.source_group_id])
+        else list.push(row.source_group_id)
+      }
+      return columns.map((row): GroupRow => ({ ...row, source_groups: byGroup.get(row.id) ?? [] }))
+    }).pipe(Effect.orDie, Effect.withSpan("GroupRepo.list"))
+
+    const find = Effect.fn("GroupRepo.find")(function* (id: string) {
+      const row = yield* oneColumns(id).pipe(Effect.orDie)
+      if (row._tag === "None") return undefined
+      const sources = yield* sourcesOf(id).pipe(Effect.orDie)
+      return { ...row.value, source_groups: sources.map((source) => source.source_group_id) } satisfies GroupRow
+    })
+
+    const replaceSources = (id: string, sources: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        yield* sql`DELETE FROM group_sources WHERE group_id = ${id}`
+        if (sources.length > 0) {
+          yield* sql`INSERT INTO group_sources ${sql.insert(
+            sources.map((source) => ({ group_id: id, source_group_id: source }))
+          )}`
+        }
+      })
+
+    const insertPermissionGroup = Effect.fn("GroupRepo.insertPermissionGroup")(function* (group: NewPermissionGroup) {
+      const id = randomUUID()
+      const at = toStoredTimestamp(group.at)
+      yield* sql`INSERT INTO groups ${sql.insert({
+        id,
+        name: group.name,
+        provider: PERMISSIONS_PROVIDER,
+        kind: "permission",
+        external_id: null,
+        managed_locally: 1,
+        builtin: null,
+        enabled: toStoredBoolean(group.enabled),
+        permissions: encodePermissions(group.permissions),
+        revision: 1,
+        created_at: at,
+        updated_at: at
+      })}`.pipe(Effect.orDie)
+      yield* replaceSources(id, group.sourceGroups).pipe(Effect.orDie)
+      return id
+    })
+
+    /** Applies `change` if the group is still at revision `expected`; the sources are replaced with it. */
+    const updateIfRevision = Effect.fn("GroupRepo.updateIfRevision")(function* (
+      id: string,
+      expected: number,
+      change: GroupChange,
+      at: Date
+    ) {
+      const name = change.name === undefined ? sql`name` : sql`${change.name}`
+      const enabled = change.enabled === undefined ? sql`enabled` : sql`${toStoredBoolean(change.enabled)}`
+      const permissions =
+        change.permissions === undefined ? sql`permissions` : sql`${encodePermissions(change.permissions)}`
+      const rows = yield* sql`UPDATE groups SET name = ${name}, enabled = ${enabled}, permissions = ${permissions},
+        revision = revision + 1, updated_at = ${toStoredTimestamp(at)}
+        WHERE id = ${id} AND revision = ${expected} RETURNING revision`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(RevisionRow)),
+        Effect.orDie
+      )
+      const written = rows[0]
+      if (written === undefined) {
+        const current = yield* oneColumns(id).pipe(Effect.orDie)
+        return current._tag === "None"
+          ? ({ _tag: "Missing" } as ConditionalWrite)
+          : ({ _tag: "Stale", revision: current.value.revision } as ConditionalWrite)
+      }
+      if (change.sourceGroups !== undefined) yield* replaceSources(id, change.sourceGroups).pipe(Effect.orDie)
+      return { _tag: "Written", revision: written.revision } as ConditionalWrite
+    })
+
+    /**
+     * Creates or renames the organization groups (or departments) of `provider`, keyed by their stable
+     * upstream id; returns the internal id of each, in order. Sign-in and directory snapshots call this.
+     */
+    const upsertOrganizationGroups = Effect.fn("GroupRepo.upsertOrganizationGroups")(function* (
+      provider: string,
+      kind: "group" | "department",
+      groups: ReadonlyArray<OrganizationGroup>,
+      at: Date
+    ) {
+      const stamp = toStoredTimestamp(at)
+      const ids: Array<string> = []
+      for (const group of groups) {
+        const rows = yield* sql`INSERT INTO groups ${sql.insert({
+          id: randomUUID(),
+          name: group.name,
+          provider,
+          kind,
+          external_id: group.externalId,
+          managed_locally: 0,
+          builtin: null,
+          enabled: 1,
+          permissions: null,
+          revision: 1,
+          created_at: stamp,
+          updated_at: stamp
+        })} ON CONFLICT (provider, kind, external_id) WHERE external_id IS NOT NULL
+          DO UPDATE SET name = excluded.name RETURNING id`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
+          Effect.orDie
+        )
+        ids.push(rows[0]!.id)
+      }
+      return ids
+    })
+
+    return { list, find, insertPermissionGroup, updateIfRevision, upsertOrganizationGroups } as const
+  })
+}) {}
