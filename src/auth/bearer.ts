@@ -19,7 +19,16 @@ import { VerifiedTokens } from "./verified-tokens.js"
 export class BearerVerifier extends Context.Tag("gateway/BearerVerifier")<
   BearerVerifier,
   {
+    /** Verifies a token for /mcp (audience `server.public_url`). */
     readonly verify: (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
+    /**
+     * A verifier for another resource of this gateway (the Management API): the same checks with
+     * `audience`, challenges naming `resourceMetadata`, and its own cache of verified tokens.
+     */
+    readonly forResource: (
+      audience: string,
+      resourceMetadata: string
+    ) => (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
     readonly ready: Effect.Effect<boolean>
   }
 >() {}
@@ -38,43 +47,42 @@ export const BearerVerifierLive = Layer.scoped(
   Effect.gen(function* () {
     const { config } = yield* Config
     const signer = yield* Signer
-    const challengeUrl = metadataUrl(config.server.public_url)
-    const audience = config.server.public_url
     const issuer = config.auth.issuer
-    const rejected = (description: string) => invalidToken(challengeUrl, description)
-
     // Looked up once per generation, not per request: the SessionGuard is a process-wide service.
     const guard = yield* Effect.serviceOption(SessionGuard)
-    const noSessionStore = rejected("No session store is available to check this token.")
-    const sessionEnded = rejected("The token's session is no longer valid.")
-    const verified = new VerifiedTokens(10_000)
-    const builtin = (token: string) =>
-      Effect.gen(function* () {
-        const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-        let caller = verified.get(token, now)
-        if (caller === undefined) {
-          const payload = yield* signer
-            .verify(token, { issuer, audience })
-            .pipe(Effect.mapError((error) => rejected(describe(error.code))))
-          caller = callerFromClaims(payload)
-          verified.set(token, caller)
-        }
-        if (Option.isNone(guard)) return yield* noSessionStore
-        yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
-        return caller
-      })
-
-    const withBearer =
-      (verifyToken: (token: string) => Effect.Effect<Caller, HttpError>) => (authorization: string | undefined) => {
-        if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
-        const token = bearerToken(authorization)
-        if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
-        return verifyToken(token)
-      }
-
     const external = config.auth.mode === "external" ? config.auth.external : undefined
-    if (external !== undefined) {
-      const keys = yield* makeExternalKeys(external)
+    const keys = external === undefined ? undefined : yield* makeExternalKeys(external)
+
+    const make = (audience: string, challengeUrl: string) => {
+      const rejected = (description: string) => invalidToken(challengeUrl, description)
+      const noSessionStore = rejected("No session store is available to check this token.")
+      const sessionEnded = rejected("The token's session is no longer valid.")
+      const verified = new VerifiedTokens(10_000)
+      const builtin = (token: string) =>
+        Effect.gen(function* () {
+          const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+          let caller = verified.get(token, now)
+          if (caller === undefined) {
+            const payload = yield* signer
+              .verify(token, { issuer, audience })
+              .pipe(Effect.mapError((error) => rejected(describe(error.code))))
+            caller = callerFromClaims(payload)
+            verified.set(token, caller)
+          }
+          if (Option.isNone(guard)) return yield* noSessionStore
+          yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
+          return caller
+        })
+
+      const withBearer =
+        (verifyToken: (token: string) => Effect.Effect<Caller, HttpError>) => (authorization: string | undefined) => {
+          if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
+          const token = bearerToken(authorization)
+          if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
+          return verifyToken(token)
+        }
+
+      if (external === undefined || keys === undefined) return withBearer(builtin)
       const options = {
         issuer,
         audience,
@@ -93,9 +101,22 @@ export const BearerVerifierLive = Layer.scoped(
                 : rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
           })
         ).pipe(Effect.map(({ payload }) => callerFromClaims(payload)))
-      return { verify: withBearer(verifyExternal), ready: keys.loaded }
+      return withBearer(verifyExternal)
     }
-    return { verify: withBearer(builtin), ready: signer.ready }
+
+    const resources = new Map<string, (authorization: string | undefined) => Effect.Effect<Caller, HttpError>>()
+    return {
+      verify: make(config.server.public_url, metadataUrl(config.server.public_url)),
+      forResource: (audience, resourceMetadata) => {
+        let verifier = resources.get(audience)
+        if (verifier === undefined) {
+          verifier = make(audience, resourceMetadata)
+          resources.set(audience, verifier)
+        }
+        return verifier
+      },
+      ready: keys === undefined ? signer.ready : keys.loaded
+    }
   })
 )
 

@@ -4,6 +4,7 @@ import { Cause, Effect, Exit, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
 import { version } from "../version.js"
+import { adminLoginCommand } from "./admin-login.js"
 import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
@@ -41,7 +42,13 @@ const describe = (cause: Cause.Cause<unknown>): string => {
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
   Command.make("gateway").pipe(
     Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
-    Command.withSubcommands([serveCommand(extraRoutes), validateCommand, initAdminCommand, devTokenCommand])
+    Command.withSubcommands([
+      serveCommand(extraRoutes),
+      validateCommand,
+      initAdminCommand,
+      adminLoginCommand,
+      devTokenCommand
+    ])
   )
 
 /**

@@ -19,6 +19,18 @@ export const adminListenAddress = rule("adminListenAddress", ["admin"], ({ admin
     : []
 })
 
+/** The browser console behind an HTTPS proxy is not built yet: say so instead of listening somewhere unsafe. */
+export const remoteAdminAvailable = rule("remoteAdminAvailable", ["admin"], ({ admin }) =>
+  admin.mode === "remote"
+    ? [
+        problem(
+          "admin.mode",
+          "remote administration (a browser console behind an HTTPS proxy) is not available in this version; use local: the Management API then listens on admin.listen, loopback only (docs/management-api.md)"
+        )
+      ]
+    : []
+)
+
 export const remoteAdminConfigured = rule("remoteAdminConfigured", ["admin"], ({ admin }) => {
   if (admin.mode !== "remote") return []
   return [
@@ -82,6 +94,7 @@ export const auditArchiveValid = rule("auditArchiveValid", ["admin"], ({ admin }
 
 export const adminRules: ReadonlyArray<Rule> = [
   adminListenAddress,
+  remoteAdminAvailable,
   remoteAdminConfigured,
   adminClientRegistered,
   clientAuthorizationConfigured,

@@ -1,6 +1,9 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import type { Caller } from "../auth/caller.js"
-import { GroupRepo } from "../store/groups.js"
+import { securityEvent } from "../events/security-log.js"
+import { AuditEventRepo } from "../store/audit-events.js"
+import { ADMINISTRATORS_GROUP_ID, GroupRepo } from "../store/groups.js"
 import { MembershipRepo } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { UserRepo } from "../store/users.js"
@@ -59,6 +62,8 @@ export const AccessStateLive = Layer.scoped(
   AccessState,
   Effect.gen(function* () {
     const settings = yield* AccessSettingsTag
+    const sql = yield* SqlClient.SqlClient
+    const audit = yield* AuditEventRepo
     const users = yield* UserRepo
     const groupRepo = yield* GroupRepo
     const memberships = yield* MembershipRepo
@@ -104,19 +109,69 @@ export const AccessStateLive = Layer.scoped(
 
     /**
      * External mode: the issuer's subject is looked up in its namespace; a subject seen for the first
-     * time becomes a pending enterprise identity an administrator can enable (bootstrap subjects join
-     * the Administrators group instead, which grants no business tools).
+     * time becomes a pending enterprise identity an administrator can enable (spec States: Enterprise
+     * user). A subject listed in `auth.sso.bootstrap_subjects` is created enabled, in the Administrators
+     * group instead (which grants no business tools). Two first requests at once create one identity.
      */
     const externalUserId = (namespace: string, subject: string) =>
       Effect.gen(function* () {
         const known = externalIds.get(subject)
         if (known !== undefined) return known
         const found = yield* users.findEnterprise(namespace, subject)
-        if (Option.isSome(found)) {
-          externalIds.set(subject, found.value.id)
-          return found.value.id
+        const id = Option.isSome(found) ? found.value.id : yield* provision(namespace, subject)
+        externalIds.set(subject, id)
+        return id
+      })
+
+    const provision = (namespace: string, subject: string) =>
+      Effect.gen(function* () {
+        const bootstrap = settings.bootstrapSubjects.has(subject)
+        const at = new Date(yield* Clock.currentTimeMillis)
+        const created = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* versions.bump
+              const id = yield* users.insertEnterprise({
+                namespace,
+                externalSubject: subject,
+                displayName: subject,
+                at
+              })
+              if (bootstrap) {
+                yield* users.setStatus(id, "enabled", at)
+                yield* memberships.replace(id, "direct", [ADMINISTRATORS_GROUP_ID], at)
+              }
+              yield* audit.insert({
+                at,
+                actorId: undefined,
+                action: "identity.user_created",
+                targetKind: "user",
+                targetId: id,
+                detail: { namespace, external_subject: subject, status: bootstrap ? "enabled" : "pending", bootstrap },
+                requestId: undefined
+              })
+              return id
+            })
+          )
+          .pipe(
+            Effect.map(Option.some),
+            // The repositories turn a refused INSERT into a defect; the unique identity key is the likely one.
+            Effect.catchAll(() => Effect.succeed(Option.none<string>())),
+            Effect.catchAllDefect(() => Effect.succeed(Option.none<string>()))
+          )
+        if (Option.isNone(created)) {
+          // Another request created it first (the unique identity key refused this one).
+          const existing = yield* users.findEnterprise(namespace, subject)
+          return Option.getOrThrowWith(existing, () => new Error("enterprise identity could not be created")).id
         }
-        return undefined
+        yield* securityEvent("identity.user_created", {
+          target_kind: "user",
+          target_id: created.value,
+          namespace,
+          external_subject: subject,
+          status: bootstrap ? "enabled" : "pending"
+        })
+        return created.value
       })
 
     const notify = () => {
@@ -161,9 +216,7 @@ export const AccessStateLive = Layer.scoped(
       grantFor: (caller) =>
         settings.externalNamespace === undefined
           ? grantOfUser(caller.subject)
-          : Effect.flatMap(externalUserId(settings.externalNamespace, caller.subject), (id) =>
-              id === undefined ? Effect.succeed(undefined) : grantOfUser(id)
-            ),
+          : Effect.flatMap(externalUserId(settings.externalNamespace, caller.subject), grantOfUser),
       grantOfUser,
       groups,
       epoch: () => epoch,

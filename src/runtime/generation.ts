@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { FileSystem, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Scope } from "effect"
+import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Runtime, Scope } from "effect"
 import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
 import type { LoadedConfig } from "../config/service.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
@@ -23,6 +23,8 @@ export interface Generation {
   readonly id: number
   readonly loaded: LoadedConfig
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void
+  /** The Management API (admin listener); built on its first request (src/admin/app.ts). */
+  readonly handleAdmin: (request: IncomingMessage, response: ServerResponse) => void
   /** Responses not yet finished, counted from arrival to the end of the last byte. */
   readonly inFlight: Set<ServerResponse>
   /** Backend catalogs the next generation may inherit (spec Versioning 8), by catalog-source identity. */
@@ -68,9 +70,33 @@ export const buildGeneration = (
         Effect.withTracerEnabled(false),
         Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
       )
-      return { handler, backends: Context.get(context, Backends), mcpPost: Context.get(context, McpPost).handle }
+      return {
+        handler,
+        context,
+        fibers,
+        backends: Context.get(context, Backends),
+        mcpPost: Context.get(context, McpPost).handle
+      }
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
     const inFlight = new Set<ServerResponse>()
+    const track = (response: ServerResponse) => {
+      inFlight.add(response)
+      response.once("close", () => inFlight.delete(response))
+    }
+    // The Management API's code is loaded and its handler built on the first admin request: a gateway
+    // that never serves one pays nothing for it at start-up.
+    // The builder's runtime, so the API runs on the same services (clock included) as the routes.
+    const runtime = yield* Effect.runtime<never>()
+    let adminHandler: Promise<(request: IncomingMessage, response: ServerResponse) => void> | undefined
+    const admin = () => {
+      adminHandler ??= Runtime.runPromise(runtime)(
+        Effect.promise(() => import("../admin/app.js")).pipe(
+          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, built.fibers)),
+          Scope.extend(scope)
+        )
+      )
+      return adminHandler
+    }
     const mcpPath = new URL(loaded.config.server.public_url).pathname
     // POST /mcp bypasses the Effect router: it is the hot path (src/mcp/post.ts).
     const isMcpPost = (request: IncomingMessage) => {
@@ -83,10 +109,21 @@ export const buildGeneration = (
       loaded,
       inFlight,
       handle: (request: IncomingMessage, response: ServerResponse) => {
-        inFlight.add(response)
-        response.once("close", () => inFlight.delete(response))
+        track(response)
         if (isMcpPost(request)) built.mcpPost(request, response)
         else built.handler(request, response)
+      },
+      handleAdmin: (request: IncomingMessage, response: ServerResponse) => {
+        track(response)
+        admin().then(
+          (handler) => handler(request, response),
+          () => {
+            if (!response.headersSent) response.writeHead(500, { "content-type": "application/json" })
+            response.end(
+              JSON.stringify({ error: "internal_error", error_description: "The Management API could not start." })
+            )
+          }
+        )
       },
       catalogs: () => built.backends.inheritable(),
       close: Scope.close(scope, Exit.void)

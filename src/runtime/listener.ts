@@ -41,7 +41,17 @@ const healthzHeaders = {
 const isLivenessProbe = (method: string | undefined, url: string | undefined) =>
   (method === "GET" || method === "HEAD") && (url === "/healthz" || url?.startsWith("/healthz?") === true)
 
-export const makeListener = (host: string, port: number): Effect.Effect<Listener, ListenError> =>
+/** Which of a generation's handlers a listener serves: the public routes, or the Management API. */
+export type Route = (generation: Generation) => Generation["handle"]
+
+export const publicRoute: Route = (generation) => generation.handle
+export const adminRoute: Route = (generation) => generation.handleAdmin
+
+export const makeListener = (
+  host: string,
+  port: number,
+  route: Route = publicRoute
+): Effect.Effect<Listener, ListenError> =>
   Effect.async<Listener, ListenError>((resume) => {
     let current: Generation | undefined
     let accepting = true
@@ -62,7 +72,7 @@ export const makeListener = (host: string, port: number): Effect.Effect<Listener
         response.end(request.method === "HEAD" ? undefined : healthzBody)
         return
       }
-      current.handle(request, response)
+      route(current)(request, response)
     })
     const onError = (error: NodeJS.ErrnoException) =>
       resume(Effect.fail(new ListenError({ address: `${host}:${port}`, reason: error.code ?? error.message })))

@@ -5,7 +5,7 @@ import type { LoadedConfig } from "../config/service.js"
 import { staticChanges } from "../config/static-fields.js"
 import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./generation.js"
 import type { BaseServices } from "./generation-layer.js"
-import { type Listener, makeListener } from "./listener.js"
+import { adminRoute, type Listener, makeListener } from "./listener.js"
 import { type Signal, signalQueue } from "./signals.js"
 
 export interface SuperviseOptions {
@@ -36,12 +36,17 @@ export const supervise = (options: SuperviseOptions) =>
       const listen = parseListen(loaded.config.server.listen)!
       const first = yield* buildGeneration(1, loaded, base, options.extraRoutes)
       const listener = yield* makeListener(listen.host, listen.port)
+      // admin.mode local (the only mode yet): the Management API on admin.listen, loopback only.
+      const adminListen = parseListen(loaded.config.admin.listen)!
+      const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute)
+      const listeners = [listener, adminListener]
       const state = { current: first, next: 2, live: new Set<Generation>([first]) }
-      listener.activate(first)
+      for (const each of listeners) each.activate(first)
       options.onListening?.(listener.port)
       yield* Effect.logInfo("gateway serving").pipe(
         Effect.annotateLogs({
           address: `${listen.host}:${listener.port}`,
+          admin: `${adminListen.host}:${adminListener.port}`,
           generation: 1,
           store: loaded.config.storage.type
         })
@@ -83,7 +88,7 @@ export const supervise = (options: SuperviseOptions) =>
           const old = state.current
           state.current = candidate.value
           state.live.add(candidate.value)
-          listener.activate(candidate.value)
+          for (const each of listeners) each.activate(candidate.value)
           yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
           yield* FiberSet.run(retiring, retire(old))
         })
@@ -94,12 +99,12 @@ export const supervise = (options: SuperviseOptions) =>
         yield* FiberSet.run(reloads, reload)
         signal = yield* Queue.take(signals)
       }
-      yield* shutdown({ listener, state, signals, reloads, retiring, signal })
+      yield* shutdown({ listeners, state, signals, reloads, retiring, signal })
     })
   )
 
 interface ShutdownState {
-  readonly listener: Listener
+  readonly listeners: ReadonlyArray<Listener>
   readonly state: { current: Generation; live: Set<Generation> }
   readonly signals: Queue.Queue<Signal>
   readonly reloads: FiberSet.FiberSet
@@ -108,14 +113,14 @@ interface ShutdownState {
 }
 
 /** Spec Versioning 9: stop accepting, drain for drain_timeout, then cancel and force-close. */
-const shutdown = ({ listener, state, signals, reloads, retiring, signal }: ShutdownState) =>
+const shutdown = ({ listeners, state, signals, reloads, retiring, signal }: ShutdownState) =>
   Effect.gen(function* () {
     const drain = state.current.loaded.config.drain_timeout
     yield* Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal, in_flight: inFlight(state.live) }))
     // A candidate still being built is cancelled; closing its scope releases what it opened.
     yield* FiberSet.clear(reloads)
     yield* FiberSet.clear(retiring)
-    listener.stopAccepting()
+    for (const listener of listeners) listener.stopAccepting()
     // A second SIGINT/SIGTERM skips the rest of the drain.
     const secondSignal = Queue.take(signals).pipe(Effect.repeat({ until: (next) => next !== "SIGHUP" }))
     yield* Effect.forEach(state.live, (generation) => waitIdle(generation, drain), { concurrency: "unbounded" }).pipe(
@@ -123,7 +128,7 @@ const shutdown = ({ listener, state, signals, reloads, retiring, signal }: Shutd
     )
     const cancelled = inFlight(state.live)
     yield* Effect.forEach(state.live, closeGeneration, { concurrency: "unbounded", discard: true })
-    listener.closeAll()
+    for (const listener of listeners) listener.closeAll()
     yield* Effect.logInfo("stopped").pipe(Effect.annotateLogs({ cancelled }))
   })
 

@@ -27,14 +27,28 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       Result: MembershipRow,
       execute: (userId) => sql`SELECT * FROM memberships WHERE user_id = ${userId} ORDER BY group_id`
     })
-    const all = SqlSchema.findAll({
-      Request: Schema.Void,
+    const ofUsers = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
       Result: MembershipRow,
-      execute: () => sql`SELECT * FROM memberships ORDER BY user_id, group_id`
+      execute: (userIds) =>
+        sql`SELECT * FROM memberships WHERE ${sql.in("user_id", userIds)} ORDER BY user_id, group_id`
+    })
+    const counts = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ group_id: Schema.String, members: Schema.Union(Schema.Number, Schema.NumberFromString) }),
+      execute: () => sql`SELECT group_id, COUNT(*) AS members FROM memberships GROUP BY group_id`
     })
 
     const forUser = Effect.fn("MembershipRepo.forUser")((userId: string) => ofUser(userId).pipe(Effect.orDie))
-    const list = all(undefined).pipe(Effect.orDie, Effect.withSpan("MembershipRepo.list"))
+    const forUsers = Effect.fn("MembershipRepo.forUsers")((userIds: ReadonlyArray<string>) =>
+      userIds.length === 0 ? Effect.succeed([]) : ofUsers(userIds).pipe(Effect.orDie)
+    )
+    /** Members per group id (groups without members are absent). */
+    const countByGroup = counts(undefined).pipe(
+      Effect.map((rows) => new Map(rows.map((row) => [row.group_id, row.members]))),
+      Effect.orDie,
+      Effect.withSpan("MembershipRepo.countByGroup")
+    )
 
     /** Replaces the memberships of `userId` owned by `source` with exactly `groupIds`. */
     const replace = Effect.fn("MembershipRepo.replace")(function* (
@@ -61,6 +75,6 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return { added, removed }
     })
 
-    return { forUser, list, replace } as const
+    return { forUser, forUsers, countByGroup, replace } as const
   })
 }) {}

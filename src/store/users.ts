@@ -84,10 +84,10 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       Result: UserRow,
       execute: () => sql`SELECT * FROM users WHERE kind = 'builtin_admin'`
     })
-    const all = SqlSchema.findAll({
-      Request: Schema.Void,
+    const pageAfter = SqlSchema.findAll({
+      Request: Schema.Struct({ after: Schema.String, limit: Schema.Number }),
       Result: UserRow,
-      execute: () => sql`SELECT * FROM users ORDER BY created_at, id`
+      execute: ({ after, limit }) => sql`SELECT * FROM users WHERE id > ${after} ORDER BY id LIMIT ${limit}`
     })
 
     const findById = Effect.fn("UserRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
@@ -98,7 +98,10 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       byExternal({ namespace, subject }).pipe(Effect.orDie)
     )
     const findBuiltinAdmin = builtinAdmin(undefined).pipe(Effect.orDie, Effect.withSpan("UserRepo.findBuiltinAdmin"))
-    const list = all(undefined).pipe(Effect.orDie, Effect.withSpan("UserRepo.list"))
+    /** Up to `limit` users whose id sorts after `after` (`""`: from the start), by id. */
+    const page = Effect.fn("UserRepo.page")((after: string, limit: number) =>
+      pageAfter({ after, limit }).pipe(Effect.orDie)
+    )
 
     const insertLocal = Effect.fn("UserRepo.insertLocal")(function* (user: NewLocalUser) {
       const id = newUserId()
@@ -186,7 +189,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       findLocalByUsername,
       findEnterprise,
       findBuiltinAdmin,
-      list,
+      page,
       insertLocal,
       insertEnterprise,
       setStatus,

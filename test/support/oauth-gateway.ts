@@ -9,7 +9,7 @@ import { initAdmin } from "../../src/identity/local/admin.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import { buildGeneration, closeGeneration } from "../../src/runtime/generation.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
-import { makeListener } from "../../src/runtime/listener.js"
+import { adminRoute, makeListener } from "../../src/runtime/listener.js"
 import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
 import { freePort } from "./gateway-process.js"
 
@@ -23,6 +23,8 @@ export const ADMIN_PASSWORD = "correct horse battery staple"
  */
 export interface OAuthGateway {
   readonly baseUrl: string
+  /** The Management API's origin (the admin listener); also its resource indicator. */
+  readonly adminUrl: string
   readonly issuer: string
   readonly mcpUrl: string
   readonly loaded: LoadedConfig
@@ -38,6 +40,13 @@ export interface OAuthGatewayOptions {
   /** Extra keys of `server` (e.g. `trusted_proxies`); `listen` and `public_url` are the test's. */
   readonly server?: Record<string, unknown>
 }
+
+/** The loopback client that obtains Management API tokens (like `gateway-admin` in config/gateway.yaml). */
+export const adminClient = (adminUrl: string) => ({
+  id: "admin-cli",
+  redirect_uris: ["http://127.0.0.1/callback"],
+  resources: [adminUrl]
+})
 
 /** Clients every test gateway registers: loopback any-port, loopback fixed port, exact https, custom scheme. */
 export const defaultClients = (origin: string) => [
@@ -64,16 +73,21 @@ export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<O
 const build = (options: OAuthGatewayOptions) =>
   Effect.gen(function* () {
     const port = yield* Effect.promise(freePort)
+    const adminPort = yield* Effect.promise(freePort)
     const dir = yield* withTempDir
     const storage = yield* withStorage(options.kind ?? "sqlite")
     const origin = `http://127.0.0.1:${port}`
+    const adminUrl = `http://127.0.0.1:${adminPort}`
     const document = {
       server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
-      auth: { issuer: `${origin}/sso`, ...(options.auth?.(origin) ?? { sso: { clients: defaultClients(origin) } }) },
+      auth: {
+        issuer: `${origin}/sso`,
+        ...(options.auth?.(origin) ?? { sso: { clients: [...defaultClients(origin), adminClient(adminUrl)] } })
+      },
       storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
       ...options.patch,
       admin: {
-        listen: `127.0.0.1:${yield* Effect.promise(freePort)}`,
+        listen: `127.0.0.1:${adminPort}`,
         ...(options.patch?.["admin"] as object | undefined)
       }
     }
@@ -99,7 +113,21 @@ const build = (options: OAuthGatewayOptions) =>
       })
     )
     listener.activate(generation)
-    const gateway: OAuthGateway = { baseUrl: origin, issuer: `${origin}/sso`, mcpUrl: `${origin}/mcp`, loaded, base }
+    const admin = yield* Effect.acquireRelease(makeListener("127.0.0.1", adminPort, adminRoute), (listener) =>
+      Effect.sync(() => {
+        listener.stopAccepting()
+        listener.closeAll()
+      })
+    )
+    admin.activate(generation)
+    const gateway: OAuthGateway = {
+      baseUrl: origin,
+      adminUrl,
+      issuer: `${origin}/sso`,
+      mcpUrl: `${origin}/mcp`,
+      loaded,
+      base
+    }
     return gateway
   })
 

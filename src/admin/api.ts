@@ -1,0 +1,115 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { Context, Schema } from "effect"
+import type { Caller } from "../auth/caller.js"
+import type { UserRow } from "../store/users.js"
+import { version } from "../version.js"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotFound,
+  PayloadTooLarge,
+  PreconditionFailed,
+  PreconditionRequired,
+  Unauthorized,
+  UnsupportedMediaType
+} from "./errors.js"
+import {
+  EffectiveAccess,
+  GroupCreateBody,
+  GroupRecord,
+  GroupUpdateBody,
+  IdentityList,
+  IdentityUpdateBody,
+  ListParams,
+  UserRecord
+} from "./schemas.js"
+
+/** The administrator making a Management API request, from their verified token. */
+export class AdminCaller extends Context.Tag("gateway/AdminCaller")<
+  AdminCaller,
+  { readonly caller: Caller; readonly userId: string; readonly kind: UserRow["kind"] }
+>() {}
+
+/**
+ * Every Management API request needs a gateway-issued access token for the admin resource whose user
+ * holds the administrative scope now (docs/management-api.md, "Authentication").
+ */
+export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("AdminAuth", {
+  failure: Schema.Union(Unauthorized, Forbidden),
+  provides: AdminCaller,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+const IdPath = Schema.Struct({ id: Schema.String })
+const IfMatch = Schema.Struct({
+  "if-match": Schema.optional(Schema.String).annotations({ description: 'The revision you read, e.g. "3"' })
+})
+
+/** `/api/v1/identities`: users, groups, memberships, permissions, effective access. */
+export class IdentitiesApi extends HttpApiGroup.make("identities")
+  .add(
+    HttpApiEndpoint.get("list", "/identities")
+      .setUrlParams(ListParams)
+      .addSuccess(IdentityList)
+      .annotate(OpenApi.Summary, "Lists users (paged) and every group")
+  )
+  .add(
+    HttpApiEndpoint.put("update", "/identities/:id")
+      .setPath(IdPath)
+      .setHeaders(IfMatch)
+      .setPayload(IdentityUpdateBody)
+      .addSuccess(Schema.Union(UserRecord, GroupRecord))
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(PreconditionFailed)
+      .addError(PreconditionRequired)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(OpenApi.Summary, "Enables or disables a user or group; sets a user's groups or a group's permissions")
+  )
+  .add(
+    HttpApiEndpoint.post("createGroup", "/identities/groups")
+      .setPayload(GroupCreateBody)
+      .addSuccess(GroupRecord, { status: 201 })
+      .addError(Conflict)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(OpenApi.Summary, "Creates an independent permission group")
+  )
+  .add(
+    HttpApiEndpoint.put("updateGroup", "/identities/groups/:id")
+      .setPath(IdPath)
+      .setHeaders(IfMatch)
+      .setPayload(GroupUpdateBody)
+      .addSuccess(GroupRecord)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(PreconditionFailed)
+      .addError(PreconditionRequired)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(OpenApi.Summary, "Changes a group: name, enabled, permissions, mapped organization groups")
+  )
+  .add(
+    HttpApiEndpoint.get("effectiveAccess", "/identities/:id/effective-access")
+      .setPath(IdPath)
+      .addSuccess(EffectiveAccess)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Per published tool: allowed or denied, and which group decides it")
+  )
+  .addError(BadRequest)
+  .middleware(AdminAuth)
+  .prefix("/api/v1") {}
+
+export class ManagementApi extends HttpApi.make("management")
+  .add(IdentitiesApi)
+  .annotate(OpenApi.Title, "gateway Management API")
+  .annotate(OpenApi.Version, version)
+  .annotate(
+    OpenApi.Description,
+    "Identities, groups and permissions of the gateway (docs/management-api.md). Writes need If-Match."
+  ) {}
+
+/** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */
+export const openApiPath = "/api/v1/openapi.json"

@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import {
+  FileSystem,
+  HttpApiBuilder,
+  type HttpApp,
+  HttpIncomingMessage,
+  HttpMiddleware,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, type FiberSet, Layer, Option, type Scope } from "effect"
+import { Config } from "../config/service.js"
+import { HttpError } from "../http/error-body.js"
+import { runInGeneration, withRequestContext } from "../http/middleware.js"
+import type { GenerationServices } from "../runtime/generation-layer.js"
+import { ManagementApi, openApiPath } from "./api.js"
+import { AdminAuthLive } from "./auth.js"
+import { MAX_BODY_BYTES } from "./body.js"
+import { IdentitiesLive } from "./identities.js"
+import { adminResource } from "./resource.js"
+
+const originRefused = new HttpError({
+  status: 403,
+  code: "origin_not_allowed",
+  description: "The Management API answers only its own origin."
+})
+
+/**
+ * Browsers may not drive the API from another origin (spec: Management API 1, origin checks): a request
+ * carrying an `Origin` other than the admin listener's own is refused before anything else. Requests
+ * without one (curl, the CLI) pass; no CORS headers are ever sent.
+ */
+const originChecked =
+  (adminOrigin: string) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> => {
+        const origin = request.headers["origin"]
+        return origin === undefined || origin === adminOrigin ? app : Effect.fail(originRefused)
+      }
+    )
+
+/** RFC 6750 §3: a 401 names the scheme, so a client knows to send a bearer token. */
+const challenged = HttpMiddleware.make((app) =>
+  Effect.map(app, (response) =>
+    response.status === 401
+      ? HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="gateway-admin"')
+      : response
+  )
+)
+
+/**
+ * The Management API of one generation, as a Node request handler for the admin listener
+ * (docs/management-api.md): the HttpApi definition (src/admin/api.ts) with its handlers, the generated
+ * OpenAPI document at `/api/v1/openapi.json`, and the same request pipeline as the public routes
+ * (request id, access log, the one error body, `request_timeout`, generation-bound cancellation).
+ * Built on the first admin request, in the generation's scope.
+ */
+export const makeAdminHandler = (context: Context.Context<GenerationServices>, fibers: FiberSet.FiberSet) =>
+  Effect.gen(function* () {
+    const { config } = Context.get(context, Config)
+    const services = Layer.succeedContext(context)
+    const api = HttpApiBuilder.api(ManagementApi).pipe(
+      Layer.provide(IdentitiesLive),
+      Layer.provide(AdminAuthLive),
+      Layer.provide(services)
+    )
+    const built = yield* Layer.build(
+      Layer.mergeAll(HttpApiBuilder.middlewareOpenApi({ path: openApiPath }), HttpApiBuilder.Router.Live).pipe(
+        Layer.provideMerge(api),
+        Layer.provideMerge(HttpApiBuilder.Middleware.layer)
+      )
+    )
+    const apiApp = yield* Effect.provide(HttpApiBuilder.httpApp, built)
+    const app = withRequestContext(config.log_level === "debug")(
+      runInGeneration(fibers, config.request_timeout)(challenged(originChecked(adminResource(config))(apiApp)))
+    )
+    return yield* NodeHttpServer.makeHandler(app).pipe(
+      Effect.provide(
+        Context.add(context, HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
+      ),
+      Effect.provide(NodeHttpServer.layerContext)
+    )
+  }) satisfies Effect.Effect<(request: IncomingMessage, response: ServerResponse) => void, unknown, Scope.Scope>

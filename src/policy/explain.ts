@@ -1,0 +1,68 @@
+import type { EffectiveAccess } from "../admin/schemas.js"
+import type { CatalogIndex } from "../mcp/catalog-index.js"
+import type { Grant, GroupSource } from "./grant.js"
+import { isOpen } from "./view.js"
+
+const viaOf = (source: GroupSource) => ({
+  group_id: source.group.id,
+  group_name: source.group.name,
+  via: source.via._tag,
+  ...(source.via._tag === "mapped"
+    ? { source_group_id: source.via.sourceGroupId, source_group_name: source.via.sourceGroupName }
+    : {})
+})
+
+type Reason = NonNullable<EffectiveAccess["tools"][number]["reason"]>
+
+/**
+ * Explainable access (docs/access-policy.md, "Effective access"): for every published tool, whether
+ * `grant`'s user may call it with a token holding every scope they hold, which groups decide it and
+ * how each reaches them (direct membership, or an organization group mapped onto it), and whether
+ * their upstream memberships are stale. The same rules as the PolicyEngine's views and decisions.
+ */
+export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): EffectiveAccess => {
+  const stale = grant.staleAt !== undefined && now >= grant.staleAt
+  const verified = grant.user.membership_verified_at
+  const tools = index.tools.map((tool) => {
+    const backend = index.backends[tool.backend]!
+    const endpoint = grant.endpoint(backend.id)
+    const entries = endpoint?.entries(tool.original) ?? []
+    const allowing = tool.write ? entries.filter((granted) => granted.entry.allow_write_requests) : entries
+    const reason: Reason | undefined = !grant.active
+      ? "not_active"
+      : stale
+        ? "membership_stale"
+        : !isOpen(backend, grant.scopes)
+          ? "scope_not_held"
+          : entries.length === 0
+            ? "no_access_entry"
+            : allowing.length === 0
+              ? "write_not_allowed"
+              : undefined
+    return {
+      name: tool.key,
+      backend: backend.id,
+      tool: tool.original,
+      write: tool.write,
+      decision: reason === undefined ? ("allow" as const) : ("deny" as const),
+      ...(reason === undefined ? {} : { reason }),
+      decided_by: [...new Map(allowing.map((granted) => [granted.source.group.id, viaOf(granted.source)])).values()],
+      conditions: allowing
+        .filter((granted) => granted.rules.length > 0)
+        .map((granted) =>
+          granted.entry.resource_rules.map((rule) => ({ argument: rule.argument, allowed_values: rule.allowed_values }))
+        ),
+      approval_required: tool.write && tool.approval !== undefined
+    }
+  })
+  return {
+    user_id: grant.user.id,
+    active: grant.active,
+    verified_at: verified === null ? null : verified.toISOString(),
+    membership_stale: stale,
+    roles: [...grant.roles],
+    scopes: [...grant.scopes].sort(),
+    groups: grant.sources.map(viaOf),
+    tools
+  }
+}
