@@ -4,13 +4,14 @@ import * as authRefresh from "./auth-refresh.js"
 import * as authVerify from "./auth-verify.js"
 import * as healthz from "./healthz.js"
 import * as mcp from "./mcp.js"
+import * as policy from "./policy.js"
 import * as startup from "./startup.js"
 import { ensureBuilt, projectRoot } from "./support/build.js"
 import type { Suite } from "./support/suite.js"
 import { formatTable } from "./support/table.js"
 
 /** Every suite, in run order. A new suite is a file exporting `name` and `run`, added here. */
-const suites: ReadonlyArray<Suite> = [startup, healthz, mcp, authVerify, authRefresh]
+const suites: ReadonlyArray<Suite> = [startup, healthz, mcp, policy, authVerify, authRefresh]
 
 const picked = process.argv.slice(2)
 const unknown = picked.filter((wanted) => !suites.some((suite) => suite.name === wanted))

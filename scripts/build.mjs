@@ -18,6 +18,8 @@ await build({
   // Native addons and optional native bindings load from node_modules at run time.
   external: ["better-sqlite3", "pg-native"],
   // Some bundled dependencies are CommonJS and call require().
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"
+  },
   logLevel: "warning"
 })

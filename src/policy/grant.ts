@@ -113,7 +113,7 @@ export interface GrantSettings {
   readonly membershipMaxAgeMs: number
 }
 
-const compileRules = (entry: AccessEntry): ReadonlyArray<CompiledRule> =>
+export const compileRules = (entry: AccessEntry): ReadonlyArray<CompiledRule> =>
   entry.resource_rules.map((rule) => ({
     argument: rule.argument,
     // Validated when written; an unparseable pointer can only come from a hand-edited row: it never matches.

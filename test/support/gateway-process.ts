@@ -58,6 +58,8 @@ const cleanEnv = (extra: Record<string, string | undefined> = {}) => {
 
 export interface GatewayProcess {
   readonly dir: string
+  /** The admin listener's origin, when the test's file named no `admin` section. */
+  readonly adminUrl: string
   readonly configFile: string
   readonly baseUrl: string
   readonly child: ChildProcess
@@ -83,7 +85,11 @@ export const startGateway = async (options: {
 }): Promise<GatewayProcess> => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-test-"))
   const configFile = join(dir, "gateway.yaml")
-  writeFileSync(configFile, options.config(dir))
+  // Every gateway also listens for its Management API (admin.listen, default 127.0.0.1:8081): a test
+  // file that names none gets a free port, so parallel tests never compete for the default.
+  const text = options.config(dir)
+  const adminPort = await freePort()
+  writeFileSync(configFile, /^admin:/m.test(text) ? text : `${text}\nadmin: { listen: "127.0.0.1:${adminPort}" }\n`)
   const child = spawn(
     process.execPath,
     ["--import", tsxLoader, testEntry, "serve", "--config", configFile, ...(options.args ?? [])],
@@ -119,13 +125,18 @@ export const startGateway = async (options: {
     })
   const gateway: GatewayProcess = {
     dir,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
     configFile,
     baseUrl: `http://127.0.0.1:${options.port}`,
     child,
     stderr: () => stderr,
     waitForLog,
     exited,
-    writeConfig: (text) => writeFileSync(configFile, text),
+    writeConfig: (next) =>
+      writeFileSync(
+        configFile,
+        /^admin:/m.test(next) ? next : `${next}\nadmin: { listen: "127.0.0.1:${adminPort}" }\n`
+      ),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGKILL")

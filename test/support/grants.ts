@@ -30,14 +30,14 @@ export const createGroup = (access: ReadonlyArray<AccessInput>, options: GrantOp
     })
   )
 
-/** Adds user `userId` (keeping its memberships) to a new permission group granting `access`. */
+/** Adds user `userId` (keeping its memberships and status) to a new permission group granting `access`. */
 export const grantAccessTo = (userId: string, access: ReadonlyArray<AccessInput>, options: GrantOptions = {}) =>
   Effect.gen(function* () {
     const groupId = yield* createGroup(access, options)
     const user = Option.getOrThrow(yield* (yield* UserRepo).findById(userId))
     const current = yield* (yield* MembershipRepo).forUser(userId)
     yield* (yield* PolicyWrites).updateUser(testActor, userId, user.revision, {
-      enabled: true,
+      enabled: user.status === "enabled",
       groups: [...current.map((row) => row.group_id), groupId]
     })
     return groupId

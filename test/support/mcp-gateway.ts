@@ -12,8 +12,10 @@ import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import { buildGeneration, closeGeneration, type Generation, waitIdle } from "../../src/runtime/generation.js"
+import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { makeListener } from "../../src/runtime/listener.js"
 import { freePort } from "./gateway-process.js"
+import { quietly } from "./logs.js"
 import { permitAllAccess } from "./permit-policy.js"
 import { mintAccessToken, type TokenOptions, testSessionGuard } from "./tokens.js"
 
@@ -27,6 +29,8 @@ export interface TestGateway {
   readonly mcpUrl: string
   readonly loaded: () => LoadedConfig
   token(options?: TokenOptions): Promise<string>
+  /** Runs `effect` against the process-wide services (the store's policy writes, repositories). */
+  run<A, E>(effect: Effect.Effect<A, E, BaseServices>): Promise<A>
   /**
    * Builds a generation from `patch` and swaps it in, like SIGHUP; rejects (old one keeps serving) on
    * failure. The old generation drains for `drainMs` (default 10 s) before it is closed.
@@ -83,9 +87,9 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     timing,
     options.policy === "store" ? Layer.empty : permitAllAccess
   )
-  const base = await Effect.runPromise(Layer.buildWithScope(baseLayers, scope))
+  const base = await Effect.runPromise(quietly(Layer.buildWithScope(baseLayers, scope)))
   const signer = Context.get(base, Signer)
-  let current: Generation = await Effect.runPromise(buildGeneration(1, loaded, base))
+  let current: Generation = await Effect.runPromise(quietly(buildGeneration(1, loaded, base)))
   const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
   listener.activate(current)
   let next = 2
@@ -95,10 +99,11 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     mcpUrl: loaded.config.server.public_url,
     loaded: () => loaded,
     token: (tokenOptions) => mintAccessToken(signer, loaded.config, tokenOptions),
+    run: (effect) => Effect.runPromise(quietly(Effect.provide(effect, base))),
     reload: async (patch, drainMs = 10_000) => {
       const candidateConfig = load(patch)
       const candidate = await Effect.runPromise(
-        buildGeneration(next++, candidateConfig, base, undefined, current.catalogs())
+        quietly(buildGeneration(next++, candidateConfig, base, undefined, current.catalogs()))
       )
       const old = current
       current = candidate

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
-import { type Context, Effect, Either, Layer, Logger, LogLevel, Redacted, type Scope } from "effect"
+import { type Context, Effect, Either, Layer, Logger, Redacted, type Scope } from "effect"
 import { stringify } from "yaml"
 import { parseConfig } from "../../src/config/load.js"
 import type { LoadedConfig } from "../../src/config/service.js"
@@ -12,6 +12,7 @@ import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { adminRoute, makeListener } from "../../src/runtime/listener.js"
 import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
 import { freePort } from "./gateway-process.js"
+import { quietly, showLogs } from "./logs.js"
 
 /** The built-in administrator's password in every test gateway. */
 export const ADMIN_PASSWORD = "correct horse battery staple"
@@ -33,7 +34,7 @@ export interface OAuthGateway {
 
 export interface OAuthGatewayOptions {
   readonly kind?: StoreKindUnderTest
-  /** Extra keys of `auth` (e.g. `sso.clients`), replacing the defaults. */
+  /** Keys of `auth` (e.g. `sso`, replacing the default clients), besides `issuer`. */
   readonly auth?: (origin: string) => Record<string, unknown>
   /** Other top-level keys (client_authorization, backends, …). */
   readonly patch?: Record<string, unknown>
@@ -64,11 +65,9 @@ export const defaultClients = (origin: string) => [
   { id: "portal", redirect_uris: ["http://127.0.0.1/portal"], resources: [`${origin}/mcp`] }
 ]
 
-// Quiet by default (live tests keep Effect's logger); GATEWAY_TEST_LOGS=1 shows everything when debugging.
-const withLogs = process.env["GATEWAY_TEST_LOGS"] === "1"
-
+// Quiet by default; GATEWAY_TEST_LOGS=1 shows everything when debugging.
 export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<OAuthGateway, unknown, Scope.Scope> =>
-  build(options).pipe(withLogs ? Effect.provide(Logger.pretty) : Logger.withMinimumLogLevel(LogLevel.Error))
+  showLogs ? build(options).pipe(Effect.provide(Logger.pretty)) : quietly(build(options))
 
 const build = (options: OAuthGatewayOptions) =>
   Effect.gen(function* () {
@@ -82,7 +81,8 @@ const build = (options: OAuthGatewayOptions) =>
       server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
       auth: {
         issuer: `${origin}/sso`,
-        ...(options.auth?.(origin) ?? { sso: { clients: [...defaultClients(origin), adminClient(adminUrl)] } })
+        sso: { clients: [...defaultClients(origin), adminClient(adminUrl)] },
+        ...options.auth?.(origin)
       },
       storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
       ...options.patch,

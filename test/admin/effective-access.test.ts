@@ -1,0 +1,163 @@
+/**
+ * Explainable access (docs/access-policy.md, "Effective access"); spec: Users and groups (groups
+ * provenance, verified_at, membership_stale), Authorization model 1, 5-6, Management API and console 2
+ * (only the built-in administrator maps organization groups). Organization groups arrive as upstream
+ * memberships (what sign-in and directory snapshots write); an administrator maps them.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, TestClock } from "effect"
+import { PolicyWrites } from "../../src/policy/writes.js"
+import { GroupRepo } from "../../src/store/groups.js"
+import { UserRepo } from "../../src/store/users.js"
+import { addLocalUser, adminToken, ifMatch, managementApi, signInForAdminToken } from "../support/admin-api.js"
+import { grantAccessTo } from "../support/grants.js"
+import { alphaTools, startBackend } from "../support/mcp-backends.js"
+import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+
+const gatewayWithAlpha = Effect.gen(function* () {
+  const alpha = yield* Effect.acquireRelease(
+    Effect.promise(() => startBackend("alpha", alphaTools)),
+    (backend) => Effect.promise(() => backend.stop())
+  )
+  return yield* oauthGateway({
+    patch: {
+      backends: [
+        {
+          id: "alpha",
+          url: alpha.url,
+          allow_insecure_http: true,
+          tool_rules: [{ tools: ["echo", "search", "slow"] }, { tools: ["write_note"], write: true }]
+        }
+      ]
+    }
+  })
+})
+
+/** An enterprise user whose upstream (sign-in claims) put them in organization group `sales`. */
+const enterpriseSalesperson = Effect.gen(function* () {
+  const at = new Date(yield* Clock.currentTimeMillis)
+  const [sales] = yield* (yield* GroupRepo).upsertOrganizationGroups(
+    "oidc:test",
+    "group",
+    [{ externalId: "sales", name: "Sales" }],
+    at
+  )
+  const userId = yield* (yield* UserRepo).insertEnterprise({
+    namespace: "oidc:test",
+    externalSubject: "sub-1",
+    displayName: "Sam",
+    at
+  })
+  yield* (yield* PolicyWrites).setUpstreamMemberships(userId, "claims", [sales!], at)
+  return { userId, sales: sales! }
+})
+
+describe("effective access", () => {
+  it.scopedLive(
+    "names per tool the deciding group and how it reaches the user: a direct membership or a mapped organization group",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* gatewayWithAlpha
+        const api = managementApi(gateway, yield* adminToken(gateway, {}, Date.now()))
+        const { userId, sales } = yield* inGateway(gateway)(enterpriseSalesperson)
+        // A permission group the organization group is mapped onto (built-in administrator only).
+        const mapped = yield* api.post("/api/v1/identities/groups", {
+          name: "Sales tools",
+          permissions: {
+            access: [{ endpoint_id: "alpha", tools: ["echo", "write_note"], allow_write_requests: true }]
+          },
+          source_groups: [sales]
+        })
+        expect(mapped).toMatchObject({ status: 201, body: { source_groups: [sales] } })
+        const direct = yield* inGateway(gateway)(grantAccessTo(userId, [{ endpoint_id: "alpha", tools: ["search"] }]))
+
+        const explained = yield* api.get(`/api/v1/identities/${userId}/effective-access`)
+        expect(explained.status).toBe(200)
+        expect(explained.body).toMatchObject({ user_id: userId, active: false, membership_stale: false })
+        // Pending users get nothing; enable, then read again.
+        const user = (yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+        const record = user.find((each) => each["id"] === userId)!
+        expect(record["groups"]).toHaveLength(2)
+        expect(record["groups"]).toEqual(
+          expect.arrayContaining([
+            { id: sales, name: "Sales", source: "claims" },
+            { id: direct, name: expect.any(String), source: "direct" }
+          ])
+        )
+        expect((yield* api.put(`/api/v1/identities/${userId}`, { enabled: true }, ifMatch(record))).status).toBe(200)
+        const enabled = (yield* api.get(`/api/v1/identities/${userId}/effective-access`)).body
+        expect(enabled).toMatchObject({ active: true, verified_at: expect.any(String), membership_stale: false })
+        const tools = new Map((enabled["tools"] as Array<Record<string, unknown>>).map((tool) => [tool["name"], tool]))
+        expect(tools.get("alpha__echo")).toMatchObject({
+          decision: "allow",
+          decided_by: [{ group_name: "Sales tools", via: "mapped", source_group_id: sales, source_group_name: "Sales" }]
+        })
+        expect(tools.get("alpha__write_note")).toMatchObject({ decision: "allow", write: true })
+        expect(tools.get("alpha__search")).toMatchObject({
+          decision: "allow",
+          decided_by: [{ group_id: direct, via: "direct" }]
+        })
+        expect(tools.get("alpha__slow")).toMatchObject({ decision: "deny", reason: "no_access_entry", decided_by: [] })
+      })
+  )
+
+  it.scoped("memberships older than enterprise_membership_max_age are stale: the user's access stops", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ auth: () => ({ enterprise_membership_max_age: "1h" }) })
+      const totp: { secret?: Uint8Array } = {}
+      const api = managementApi(gateway, yield* adminToken(gateway, totp))
+      const { userId, sales } = yield* inGateway(gateway)(enterpriseSalesperson)
+      yield* api.post("/api/v1/identities/groups", { name: "Sales", source_groups: [sales] })
+      const users = (yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+      yield* api.put(`/api/v1/identities/${userId}`, { enabled: true }, ifMatch(users.find((u) => u["id"] === userId)!))
+      const fresh = (yield* api.get(`/api/v1/identities/${userId}/effective-access`)).body
+      expect(fresh).toMatchObject({
+        active: true,
+        membership_stale: false,
+        groups: [{ group_name: "Sales", via: "mapped" }]
+      })
+      yield* TestClock.adjust("61 minutes")
+      // The administrator's token lived 10 minutes: a new sign-in, at the new time.
+      const later = managementApi(gateway, yield* adminToken(gateway, totp, 61 * 60_000))
+      const stale = (yield* later.get(`/api/v1/identities/${userId}/effective-access`)).body
+      expect(stale).toMatchObject({ active: true, membership_stale: true })
+    })
+  )
+
+  it.scoped("only the built-in administrator maps organization groups; only organization groups can be mapped", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const admin = managementApi(gateway, yield* adminToken(gateway))
+      const { sales } = yield* inGateway(gateway)(enterpriseSalesperson)
+      const alice = yield* addLocalUser(gateway, "alice", "alice's long passphrase")
+      yield* inGateway(gateway)(grantAccessTo(alice, [], { roles: ["admin"] }))
+      const token = yield* signInForAdminToken(gateway, "alice", "alice's long passphrase")
+      const other = managementApi(gateway, String(token["access_token"]))
+      const refused = yield* other.post("/api/v1/identities/groups", { name: "Mapped", source_groups: [sales] })
+      expect(refused).toMatchObject({ status: 403, body: { error: "builtin_administrator_required" } })
+      // Alice may still create unmapped groups.
+      expect((yield* other.post("/api/v1/identities/groups", { name: "Plain" })).status).toBe(201)
+      const notOrganization = yield* admin.post("/api/v1/identities/groups", {
+        name: "Nested",
+        source_groups: ["administrators"]
+      })
+      expect(notOrganization).toMatchObject({ status: 400, body: { error: "invalid_request" } })
+      expect(String(notOrganization.body["error_description"])).toContain("only organization groups")
+      const ok = yield* admin.post("/api/v1/identities/groups", { name: "Mapped", source_groups: [sales] })
+      expect(ok.status).toBe(201)
+      // Organization groups cannot take direct members.
+      const users = (yield* admin.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+      const aliceRecord = users.find((user) => user["id"] === alice)!
+      const joined = yield* admin.put(
+        `/api/v1/identities/${alice}`,
+        {
+          enabled: true,
+          groups: [...(aliceRecord["groups"] as Array<{ id: string }>).map((group) => group.id), sales]
+        },
+        ifMatch(aliceRecord)
+      )
+      expect(joined).toMatchObject({ status: 400, body: { error: "invalid_request" } })
+      expect(String(joined.body["error_description"])).toContain("organization group")
+    })
+  )
+})

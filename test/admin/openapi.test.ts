@@ -1,0 +1,52 @@
+/**
+ * The Management API's OpenAPI document is generated from its HttpApi definition: the gateway serves
+ * it at /api/v1/openapi.json, and the committed docs/api/openapi.json is that document (regenerate with
+ * `npm run openapi`), so the documentation cannot drift from the code.
+ */
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { openApiDocument } from "../../src/admin/openapi.js"
+import { oauthGateway } from "../support/oauth-gateway.js"
+
+const committed = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../docs/api/openapi.json"), "utf8"))
+
+describe("the Management API's OpenAPI document", () => {
+  it("docs/api/openapi.json is the document generated from the code (npm run openapi)", () => {
+    expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument())))
+  })
+
+  it("names every endpoint, the bearer security and the error statuses", () => {
+    const paths = Object.keys(committed.paths).sort()
+    expect(paths).toEqual([
+      "/api/v1/identities",
+      "/api/v1/identities/groups",
+      "/api/v1/identities/groups/{id}",
+      "/api/v1/identities/{id}",
+      "/api/v1/identities/{id}/effective-access"
+    ])
+    const update = committed.paths["/api/v1/identities/{id}"].put
+    expect(update.security).toEqual([{ bearer: [] }])
+    expect(Object.keys(update.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "403",
+      "404",
+      "409",
+      "412",
+      "413",
+      "415",
+      "428"
+    ])
+  })
+
+  it.scoped("is served by the admin listener", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const served = yield* Effect.promise(() => fetch(`${gateway.adminUrl}/api/v1/openapi.json`).then((r) => r.json()))
+      expect(served).toEqual(committed)
+    })
+  )
+})
