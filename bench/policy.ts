@@ -4,6 +4,7 @@ import type { Caller } from "../src/auth/caller.js"
 import { parseConfig } from "../src/config/load.js"
 import { Config } from "../src/config/service.js"
 import { buildIndex, type CatalogIndex } from "../src/mcp/catalog-index.js"
+import { GatewayToolsLive } from "../src/mcp/gateway-tools.js"
 import { ToolPages } from "../src/mcp/tool-list.js"
 import { AccessState } from "../src/policy/access-state.js"
 import { PolicyEngine, PolicyEngineLive } from "../src/policy/engine.js"
@@ -144,6 +145,7 @@ const engineFor = (grant: Grant) =>
           Layer.provide(
             Layer.mergeAll(
               Layer.succeed(Config, { config, ...loaded }),
+              GatewayToolsLive,
               Layer.succeed(AccessState, {
                 grantFor: () => Effect.succeed(grant),
                 grantOfUser: () => Effect.succeed(grant),

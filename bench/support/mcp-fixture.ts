@@ -1,5 +1,6 @@
 import { ensureBuilt } from "./build.js"
 import { type Deployment, devToken, newDeployment, removeDeployment, startGateway, waitServing } from "./gateway.js"
+import { grantDeveloper } from "./grant.js"
 import { freePort } from "./http.js"
 import { backendUrl, startMcpBackends } from "./mcp-backend.js"
 import type { Child } from "./process.js"
@@ -33,12 +34,21 @@ const backendEntry = (id: string, port: number, required: boolean) => ({
   tool_rules: [{ tools: ["*"] }]
 })
 
-const startMcpGateway = async (entry: string, backends: ReadonlyArray<unknown>): Promise<McpGateway> => {
+/** The tools every bench backend serves: `echo` and FILLER_TOOLS fillers (bench/support/mcp-backend-main.ts). */
+const backendTools = ["echo", ...Array.from({ length: FILLER_TOOLS }, (_, at) => `tool_${String(at).padStart(4, "0")}`)]
+
+const startMcpGateway = async (
+  entry: string,
+  backends: ReadonlyArray<{ readonly id: string }>
+): Promise<McpGateway> => {
   const deployment = await newDeployment({ backends })
   const child = startGateway(entry, deployment, { dev: true })
   try {
     await waitServing(child)
-    return { child, deployment, mcpUrl: `${deployment.baseUrl}/mcp`, token: await devToken(entry, deployment) }
+    const token = await devToken(entry, deployment)
+    // The stored access policy is on: the token's user sees every tool through a permission group.
+    await grantDeveloper(deployment, Object.fromEntries(backends.map((backend) => [backend.id, backendTools])))
+    return { child, deployment, mcpUrl: `${deployment.baseUrl}/mcp`, token }
   } catch (error) {
     await child.stop()
     removeDeployment(deployment)

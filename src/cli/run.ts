@@ -1,8 +1,9 @@
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
+import { loggerLayer } from "../runtime/logger.js"
 import { version } from "../version.js"
 import { adminLoginCommand } from "./admin-login.js"
 import { devTokenCommand } from "./dev-token.js"
@@ -56,8 +57,9 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
  * person at a terminal or in `docker logs`); logs while serving are JSON lines.
  */
 export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = process.argv) => {
+  // Every command logs JSON lines to stderr (`serve` sets its own level): stdout stays the command's output.
   const program = Command.run(rootCommand(extraRoutes), { name: "gateway", version })(argv).pipe(
-    Effect.provide(NodeContext.layer)
+    Effect.provide(Layer.mergeAll(NodeContext.layer, loggerLayer("info")))
   )
   Effect.runPromiseExit(program).then((exit) => {
     if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {

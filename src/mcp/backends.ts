@@ -6,6 +6,7 @@ import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./backend-slot.
 import type { BackendCatalog } from "./catalog.js"
 import { catalogIdentity } from "./catalog-identity.js"
 import { buildIndex, type CatalogIndex } from "./catalog-index.js"
+import { GatewayTools } from "./gateway-tools.js"
 
 /** Catalogs of the generation being replaced, by catalog-source identity (spec Versioning 8). */
 export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
@@ -58,6 +59,7 @@ export const BackendsLive = Layer.scoped(
   Effect.gen(function* () {
     const { config } = yield* Config
     const previous = yield* Effect.serviceOption(PreviousCatalogs)
+    const gatewayTools = yield* GatewayTools
     const slots: Array<BackendSlot> = config.backends.map((backend) => ({
       config: backend,
       identity: catalogIdentity(backend),
@@ -69,9 +71,12 @@ export const BackendsLive = Layer.scoped(
     }))
     const wakeups = yield* Effect.forEach(slots, () => Queue.sliding<Wakeup>(1))
     const listeners = new Set<() => void>()
-    let index = buildIndex([])
+    let index = buildIndex([], gatewayTools)
     const publish = () => {
-      index = buildIndex(slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })))
+      index = buildIndex(
+        slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })),
+        gatewayTools
+      )
       for (const listener of listeners) listener()
     }
     yield* Effect.addFinalizer(() =>

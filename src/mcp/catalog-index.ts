@@ -1,6 +1,7 @@
 import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from "@modelcontextprotocol/client"
 import type { ApprovalPolicy, BackendConfig } from "../config/schema.js"
 import { type BackendCatalog, declaredParamHeaders, withoutReservedMeta } from "./catalog.js"
+import { type GatewayTool, gatewayToolName } from "./gateway-tools.js"
 import { exposeName, exposeUri } from "./naming.js"
 import { publicationOf } from "./publication.js"
 
@@ -18,6 +19,8 @@ export interface ExposedTool extends Entry<Tool> {
   readonly approval: ApprovalPolicy | undefined
   /** The `Mcp-Param-*` headers its input schema declares (SEP-2243), which the MCP SDK's client builds. */
   readonly paramHeaders: ReadonlyArray<string>
+  /** Set for a tool the gateway provides itself (its `backend` is then -1). */
+  readonly gateway?: GatewayTool
 }
 
 /**
@@ -50,8 +53,25 @@ const byKey = <T extends { readonly key: string }>(a: T, b: T) => (a.key < b.key
 const indexBy = <T extends { readonly key: string }>(entries: ReadonlyArray<T>) =>
   new Map(entries.map((entry) => [entry.key, entry]))
 
-export const buildIndex = (sources: ReadonlyArray<CatalogSource>): CatalogIndex => {
-  const tools: Array<ExposedTool> = []
+/** Where gateway-provided tools sit: no backend. */
+export const GATEWAY_BACKEND = -1
+
+export const buildIndex = (
+  sources: ReadonlyArray<CatalogSource>,
+  gatewayTools: ReadonlyArray<GatewayTool> = []
+): CatalogIndex => {
+  const tools: Array<ExposedTool> = gatewayTools
+    .filter((tool) => gatewayToolName.test(tool.definition.name))
+    .map((tool) => ({
+      key: tool.definition.name,
+      backend: GATEWAY_BACKEND,
+      original: tool.definition.name,
+      item: tool.definition,
+      write: false,
+      approval: undefined,
+      paramHeaders: [],
+      gateway: tool
+    }))
   const prompts: Array<Entry<Prompt>> = []
   const resources: Array<Entry<Resource>> = []
   const templates: Array<Entry<ResourceTemplate>> = []

@@ -264,6 +264,7 @@ export const ToolCallsLive = Layer.scoped(
           const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`
           return Promise.resolve(error(ProtocolErrorCode.InvalidParams, message))
         }
+        if (tool.gateway !== undefined) return tool.gateway.call(request)
         return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
       }
     }

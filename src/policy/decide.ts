@@ -8,7 +8,8 @@ import type { GrantedEntry } from "./grant.js"
 
 /** The outcome of deciding a `tools/call`: a closed union every caller must handle in full. */
 export type CallDecision =
-  | { readonly _tag: "Allow"; readonly entry: GrantedEntry }
+  /** `entry`: the access entry that authorizes it; undefined for a gateway-provided tool. */
+  | { readonly _tag: "Allow"; readonly entry: GrantedEntry | undefined }
   | Denied
   /** A write whose tool rule asks for per-operation approval: nothing may reach the backend yet. */
   | { readonly _tag: "NeedsApproval"; readonly entry: GrantedEntry; readonly policy: ApprovalPolicy }
@@ -26,6 +27,12 @@ export const callChecks: ReadonlyArray<readonly [name: string, check: CallCheck]
  * whose rule carries an `approval` policy then needs approval, whatever the entry allows.
  */
 export const decideCall = (context: CallContext): CallDecision => {
+  // A gateway-provided tool has no access entries: who may use it is its own rule, asked by the view.
+  if (context.tool.gateway !== undefined) {
+    return context.view.seesTool(context.tool)
+      ? { _tag: "Allow", entry: undefined }
+      : { _tag: "Deny", reason: "not_visible" }
+  }
   let candidates: ReadonlyArray<GrantedEntry> = []
   for (const [, check] of callChecks) {
     const outcome = check(context, candidates)

@@ -5,6 +5,7 @@ import { metadataUrl } from "../auth/resource-metadata.js"
 import { Config } from "../config/service.js"
 import type { HttpError } from "../http/error-body.js"
 import type { ExposedTool } from "../mcp/catalog-index.js"
+import { GatewayTools } from "../mcp/gateway-tools.js"
 import { AccessState } from "./access-state.js"
 import { type CallDecision, decideCall } from "./decide.js"
 import { backendAccess, effectiveScopes, isOpen, View } from "./view.js"
@@ -30,6 +31,7 @@ export const PolicyEngineLive = Layer.effect(
   Effect.gen(function* () {
     const { config } = yield* Config
     const state = yield* AccessState
+    const gatewayTools = yield* GatewayTools
     const backends = config.backends
     const challengeUrl = metadataUrl(config.server.public_url)
     const inactive = invalidToken(challengeUrl, "The account is not enabled.")
@@ -56,7 +58,8 @@ export const PolicyEngineLive = Layer.effect(
           grant,
           backendAccess(backends, grant, scopes),
           epoch,
-          grant?.staleAt ?? Number.POSITIVE_INFINITY
+          grant?.staleAt ?? Number.POSITIVE_INFINITY,
+          gatewayTools
         )
         views.set(caller, view)
         return Effect.succeed(view)
@@ -64,13 +67,15 @@ export const PolicyEngineLive = Layer.effect(
     }
 
     return {
-      view: (caller) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const cached = views.get(caller)
-          return cached !== undefined && cached.epoch === state.epoch() && now < cached.validUntil
-            ? Effect.succeed(cached)
-            : build(caller, now)
-        }),
+      view: (caller) => {
+        const cached = views.get(caller)
+        const current = cached !== undefined && cached.epoch === state.epoch()
+        // The common case: a view that cannot go stale needs no clock read.
+        if (current && cached.validUntil === Number.POSITIVE_INFINITY) return Effect.succeed(cached)
+        return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          current && now < cached.validUntil ? Effect.succeed(cached) : build(caller, now)
+        )
+      },
       decide: (view, tool, args) => decideCall({ view, tool, arguments: args }),
       onChange: state.onChange
     }

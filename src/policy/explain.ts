@@ -23,38 +23,43 @@ type Reason = NonNullable<EffectiveAccess["tools"][number]["reason"]>
 export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): EffectiveAccess => {
   const stale = grant.staleAt !== undefined && now >= grant.staleAt
   const verified = grant.user.membership_verified_at
-  const tools = index.tools.map((tool) => {
-    const backend = index.backends[tool.backend]!
-    const endpoint = grant.endpoint(backend.id)
-    const entries = endpoint?.entries(tool.original) ?? []
-    const allowing = tool.write ? entries.filter((granted) => granted.entry.allow_write_requests) : entries
-    const reason: Reason | undefined = !grant.active
-      ? "not_active"
-      : stale
-        ? "membership_stale"
-        : !isOpen(backend, grant.scopes)
-          ? "scope_not_held"
-          : entries.length === 0
-            ? "no_access_entry"
-            : allowing.length === 0
-              ? "write_not_allowed"
-              : undefined
-    return {
-      name: tool.key,
-      backend: backend.id,
-      tool: tool.original,
-      write: tool.write,
-      decision: reason === undefined ? ("allow" as const) : ("deny" as const),
-      ...(reason === undefined ? {} : { reason }),
-      decided_by: [...new Map(allowing.map((granted) => [granted.source.group.id, viaOf(granted.source)])).values()],
-      conditions: allowing
-        .filter((granted) => granted.rules.length > 0)
-        .map((granted) =>
-          granted.entry.resource_rules.map((rule) => ({ argument: rule.argument, allowed_values: rule.allowed_values }))
-        ),
-      approval_required: tool.write && tool.approval !== undefined
-    }
-  })
+  const tools = index.tools
+    .flatMap((tool) => (tool.gateway === undefined ? [tool] : []))
+    .map((tool) => {
+      const backend = index.backends[tool.backend]!
+      const endpoint = grant.endpoint(backend.id)
+      const entries = endpoint?.entries(tool.original) ?? []
+      const allowing = tool.write ? entries.filter((granted) => granted.entry.allow_write_requests) : entries
+      const reason: Reason | undefined = !grant.active
+        ? "not_active"
+        : stale
+          ? "membership_stale"
+          : !isOpen(backend, grant.scopes)
+            ? "scope_not_held"
+            : entries.length === 0
+              ? "no_access_entry"
+              : allowing.length === 0
+                ? "write_not_allowed"
+                : undefined
+      return {
+        name: tool.key,
+        backend: backend.id,
+        tool: tool.original,
+        write: tool.write,
+        decision: reason === undefined ? ("allow" as const) : ("deny" as const),
+        ...(reason === undefined ? {} : { reason }),
+        decided_by: [...new Map(allowing.map((granted) => [granted.source.group.id, viaOf(granted.source)])).values()],
+        conditions: allowing
+          .filter((granted) => granted.rules.length > 0)
+          .map((granted) =>
+            granted.entry.resource_rules.map((rule) => ({
+              argument: rule.argument,
+              allowed_values: rule.allowed_values
+            }))
+          ),
+        approval_required: tool.write && tool.approval !== undefined
+      }
+    })
   return {
     user_id: grant.user.id,
     active: grant.active,

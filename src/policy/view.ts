@@ -3,6 +3,7 @@ import type { Prompt } from "@modelcontextprotocol/client"
 import type { Caller } from "../auth/caller.js"
 import type { BackendConfig } from "../config/schema.js"
 import type { Entry, ExposedTool } from "../mcp/catalog-index.js"
+import type { GatewayTool } from "../mcp/gateway-tools.js"
 import type { EndpointAccess, Grant, GrantedEntry } from "./grant.js"
 
 /**
@@ -15,6 +16,7 @@ import type { EndpointAccess, Grant, GrantedEntry } from "./grant.js"
  * separate permissions of the same entries.
  */
 export class View {
+  /** Equal for two callers exactly when they see the same: what the tools/list page cache is keyed by. */
   readonly fingerprint: string
 
   constructor(
@@ -24,9 +26,12 @@ export class View {
     private readonly access: ReadonlyArray<EndpointAccess | undefined>,
     readonly epoch: number,
     /** When this view stops being valid (an enterprise membership going stale), ms since epoch. */
-    readonly validUntil: number
+    readonly validUntil: number,
+    /** The generation's gateway-provided tools: which of them this caller sees is part of the fingerprint. */
+    gatewayTools: ReadonlyArray<GatewayTool> = []
   ) {
     const parts = access.map((endpoint) => endpoint?.key ?? "-")
+    parts.push(gatewayTools.map((tool) => (tool.allowed(this) ? "1" : "0")).join(""))
     this.fingerprint = createHash("sha256").update(parts.join("\n")).digest("base64url")
   }
 
@@ -36,6 +41,7 @@ export class View {
   }
 
   seesTool(tool: ExposedTool): boolean {
+    if (tool.gateway !== undefined) return tool.gateway.allowed(this)
     const endpoint = this.access[tool.backend]
     if (endpoint === undefined || endpoint.entries(tool.original).length === 0) return false
     return !tool.write || endpoint.writable(tool.original)

@@ -9,6 +9,7 @@ import type { Signer } from "../crypto/signer.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/backends.js"
 import type { BackendCatalog } from "../mcp/catalog.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/endpoint.js"
+import { type GatewayTools, GatewayToolsLive } from "../mcp/gateway-tools.js"
 import { type McpPost, McpPostLive } from "../mcp/post.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/tool-calls.js"
 import type { AccessState } from "../policy/access-state.js"
@@ -48,6 +49,7 @@ export type GenerationServices =
   | Readiness
   | BearerVerifier
   | Backends
+  | GatewayTools
   | PolicyEngine
   | McpEndpoint
   | McpPost
@@ -55,7 +57,8 @@ export type GenerationServices =
 
 /** Services a test may replace in a generation (e.g. a PolicyEngine fake for tests of the data plane). */
 export interface GenerationOverrides {
-  readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | BaseServices>
+  readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | GatewayTools | BaseServices>
+  readonly gatewayTools?: Layer.Layer<GatewayTools>
 }
 
 /**
@@ -70,7 +73,9 @@ export const generationLayer = (
 ): Layer.Layer<Exclude<GenerationServices, BaseServices>, unknown, BaseServices> => {
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
-  const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive)
+  const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive).pipe(
+    Layer.provideMerge(overrides.gatewayTools ?? GatewayToolsLive)
+  )
   const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive), Layer.provideMerge(ToolCallsLive))
   return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
 }

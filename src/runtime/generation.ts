@@ -10,7 +10,12 @@ import { Backends } from "../mcp/backends.js"
 import type { BackendCatalog } from "../mcp/catalog.js"
 import { McpPost } from "../mcp/post.js"
 import { mcpRoutes } from "../mcp/route.js"
-import { type BaseServices, type GenerationServices, generationLayer } from "./generation-layer.js"
+import {
+  type BaseServices,
+  type GenerationOverrides,
+  type GenerationServices,
+  generationLayer
+} from "./generation-layer.js"
 
 /** Extra routes a caller adds to every generation (the test harness adds a slow route this way). */
 export type ExtraRoutes = HttpRouter.HttpRouter<never, GenerationServices>
@@ -40,13 +45,14 @@ export const buildGeneration = (
   loaded: LoadedConfig,
   base: Context.Context<BaseServices>,
   extraRoutes?: ExtraRoutes,
-  previous?: ReadonlyMap<string, BackendCatalog>
+  previous?: ReadonlyMap<string, BackendCatalog>,
+  overrides?: GenerationOverrides
 ): Effect.Effect<Generation, unknown> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const built = yield* Effect.gen(function* () {
       const context = yield* Layer.buildWithScope(
-        generationLayer(loaded, previous).pipe(Layer.provideMerge(Layer.succeedContext(base))),
+        generationLayer(loaded, previous, overrides).pipe(Layer.provideMerge(Layer.succeedContext(base))),
         scope
       )
       const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))

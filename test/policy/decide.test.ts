@@ -11,6 +11,7 @@ import type { Caller } from "../../src/auth/caller.js"
 import { parseConfig } from "../../src/config/load.js"
 import { Config } from "../../src/config/service.js"
 import { buildIndex } from "../../src/mcp/catalog-index.js"
+import { GatewayToolsLive } from "../../src/mcp/gateway-tools.js"
 import { AccessState } from "../../src/policy/access-state.js"
 import { PolicyEngine, PolicyEngineLive } from "../../src/policy/engine.js"
 import { buildGrant, indexGroups } from "../../src/policy/grant.js"
@@ -152,7 +153,9 @@ const outcomeOf = (test: Case) =>
     })
     const engine = yield* Effect.provide(
       PolicyEngine,
-      PolicyEngineLive.pipe(Layer.provide(Layer.mergeAll(state, Layer.succeed(Config, { config, ...loaded }))))
+      PolicyEngineLive.pipe(
+        Layer.provide(Layer.mergeAll(state, GatewayToolsLive, Layer.succeed(Config, { config, ...loaded })))
+      )
     )
     yield* TestClock.setTime(1000 * day)
     const caller: Caller = {

@@ -10,6 +10,7 @@ import { parseConfig } from "../../src/config/load.js"
 import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
+import { type GatewayTool, GatewayTools } from "../../src/mcp/gateway-tools.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import { buildGeneration, closeGeneration, type Generation, waitIdle } from "../../src/runtime/generation.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
@@ -56,6 +57,8 @@ export interface TestGatewayOptions {
    * tests of the data plane, or `"store"`, the real one, for tests of the policy itself.
    */
   readonly policy?: "permit" | "store"
+  /** Gateway-provided tools to register in every generation (src/mcp/gateway-tools.ts). */
+  readonly gatewayTools?: ReadonlyArray<GatewayTool>
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -89,7 +92,11 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   )
   const base = await Effect.runPromise(quietly(Layer.buildWithScope(baseLayers, scope)))
   const signer = Context.get(base, Signer)
-  let current: Generation = await Effect.runPromise(quietly(buildGeneration(1, loaded, base)))
+  const overrides =
+    options.gatewayTools === undefined ? {} : { gatewayTools: Layer.succeed(GatewayTools, options.gatewayTools) }
+  let current: Generation = await Effect.runPromise(
+    quietly(buildGeneration(1, loaded, base, undefined, undefined, overrides))
+  )
   const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
   listener.activate(current)
   let next = 2
@@ -103,7 +110,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     reload: async (patch, drainMs = 10_000) => {
       const candidateConfig = load(patch)
       const candidate = await Effect.runPromise(
-        quietly(buildGeneration(next++, candidateConfig, base, undefined, current.catalogs()))
+        quietly(buildGeneration(next++, candidateConfig, base, undefined, current.catalogs(), overrides))
       )
       const old = current
       current = candidate
