@@ -5,6 +5,7 @@ import { parseConfig } from "../src/config/load.js"
 import { Config } from "../src/config/service.js"
 import { buildIndex, type CatalogIndex } from "../src/mcp/catalog-index.js"
 import { GatewayToolsLive } from "../src/mcp/gateway-tools.js"
+import { sdkProfile } from "../src/mcp/sdk-profile.js"
 import { ToolPages } from "../src/mcp/tool-list.js"
 import { AccessState } from "../src/policy/access-state.js"
 import { PolicyEngine, PolicyEngineLive } from "../src/policy/engine.js"
@@ -212,12 +213,12 @@ const walkAllPages = (view: View, pages: ToolPages) => {
 }
 
 /** The whole filtered listing for the view: built (cold, a fresh cache) and served from the cache (warm). */
-const listingCost = (view: View) => {
+const listingCost = (view: View, tail: string) => {
   const cold: Array<number> = []
   const warm: Array<number> = []
   let characters = 0
   for (let round = 0; round < 25; round++) {
-    const pages = new ToolPages(PAGE_SIZE)
+    const pages = new ToolPages(PAGE_SIZE, tail)
     let started = performance.now()
     characters = walkAllPages(view, pages)
     cold.push(performance.now() - started)
@@ -241,7 +242,7 @@ export const run = async (): Promise<Table> => {
     const p50 = median(perCall)
     medians.set(memberships, p50)
     const visible = index.tools.filter((tool) => view.seesTool(tool)).length
-    if (memberships === 256) at256 = { decision: p50, list: listingCost(view) }
+    if (memberships === 256) at256 = { decision: p50, list: listingCost(view, (await sdkProfile()).modernListTail) }
     rows.push([
       `${memberships} of ${GROUPS} groups`,
       String(visible),

@@ -10,8 +10,8 @@ import type { StorageConfig } from "../../src/config/schema.js"
 import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { baseLayer } from "../../src/runtime/base.js"
-import { buildGeneration, closeGeneration } from "../../src/runtime/generation.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
+import { acquireGenerations } from "../../src/runtime/generations.js"
 import { makeListener } from "../../src/runtime/listener.js"
 import { freePort } from "./http.js"
 
@@ -75,9 +75,8 @@ export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<Aut
   if (Either.isLeft(parsed)) throw new Error(parsed.left.message)
   const key = Effect.runSync(parseConfigKey(randomBytes(32).toString("base64")))
   const base = await run(Layer.build(baseLayer(parsed.right.config, key)))
-  const generation = await Effect.runPromise(buildGeneration(1, parsed.right, base))
   const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
-  listener.activate(generation)
+  await run(acquireGenerations({ base, first: parsed.right, activate: listener.activate }))
   return {
     origin,
     base,
@@ -85,7 +84,6 @@ export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<Aut
     close: async () => {
       listener.stopAccepting()
       listener.closeAll()
-      await Effect.runPromise(closeGeneration(generation))
       await Effect.runPromise(Scope.close(scope, Exit.void))
       rmSync(dir, { recursive: true, force: true })
     }

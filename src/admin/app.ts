@@ -9,11 +9,12 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, type FiberSet, Layer, Option, type Scope } from "effect"
+import { Context, Effect, Layer, Option, type Scope } from "effect"
 import { Config } from "../config/service.js"
 import { HttpError } from "../http/error-body.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
 import type { GenerationServices } from "../runtime/generation-layer.js"
+import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { ManagementApi, openApiPath } from "./api.js"
 import { AdminAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
@@ -58,7 +59,7 @@ const challenged = HttpMiddleware.make((app) =>
  * (request id, access log, the one error body, `request_timeout`, generation-bound cancellation).
  * Built on the first admin request, in the generation's scope.
  */
-export const makeAdminHandler = (context: Context.Context<GenerationServices>, fibers: FiberSet.FiberSet) =>
+export const makeAdminHandler = (context: Context.Context<GenerationServices>, requests: RequestsInFlight) =>
   Effect.gen(function* () {
     const { config } = Context.get(context, Config)
     const services = Layer.succeedContext(context)
@@ -75,7 +76,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, f
     )
     const apiApp = yield* Effect.provide(HttpApiBuilder.httpApp, built)
     const app = withRequestContext(config.log_level === "debug")(
-      runInGeneration(fibers, config.request_timeout)(challenged(originChecked(adminResource(config))(apiApp)))
+      runInGeneration(requests, config.request_timeout)(challenged(originChecked(adminResource(config))(apiApp)))
     )
     return yield* NodeHttpServer.makeHandler(app).pipe(
       Effect.provide(

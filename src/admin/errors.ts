@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, HashMap, Option, Schema } from "effect"
+import type { ErrorCode } from "../http/error-codes.js"
 
 /**
  * The Management API's errors: the gateway's one error body (docs/errors.md), one schema per status
@@ -54,7 +55,7 @@ const requestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (anno
 })
 
 /** Fails with the API error `status`/`code`, carrying the request's id. */
-export const apiError = (status: ApiStatus, code: string, description: string) =>
+export const apiError = (status: ApiStatus, code: ErrorCode, description: string) =>
   Effect.flatMap(requestId, (id) =>
     Effect.fail(
       new ApiFailure(

@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Data } from "effect"
+import type { ErrorCode } from "./error-codes.js"
 
 /**
  * The one error body the gateway produces for its own errors (docs/errors.md):
@@ -15,27 +16,32 @@ export interface ErrorBody {
 /** An error the gateway answers itself, with its HTTP status. */
 export class HttpError extends Data.TaggedError("HttpError")<{
   readonly status: number
-  readonly code: string
+  readonly code: ErrorCode
   readonly description: string
   readonly headers?: Readonly<Record<string, string>>
 }> {}
 
-export const errorResponse = (
-  status: number,
-  code: string,
-  description: string,
-  requestId?: string,
-  headers?: Readonly<Record<string, string>>
-): HttpServerResponse.HttpServerResponse => {
-  const body: ErrorBody =
+/** The one error body (docs/errors.md): `{error, error_description, request_id}`. */
+export const errorBodyText = (error: HttpError, requestId?: string): string =>
+  JSON.stringify(
     requestId === undefined
-      ? { error: code, error_description: description }
-      : { error: code, error_description: description, request_id: requestId }
-  return HttpServerResponse.unsafeJson(body, {
-    status,
-    headers: { "cache-control": "no-store", ...headers }
-  })
-}
+      ? { error: error.code, error_description: error.description }
+      : { error: error.code, error_description: error.description, request_id: requestId }
+  )
 
-export const notFound = (requestId?: string) =>
-  errorResponse(404, "not_found", "No such path on this gateway.", requestId)
+/** The headers every error answer carries, and the error's own (a challenge, `Allow`, `Retry-After`). */
+export const errorHeaders = (error: HttpError): Readonly<Record<string, string>> => ({
+  "cache-control": "no-store",
+  ...error.headers
+})
+
+/**
+ * The Effect pipeline's error answer. The `POST /mcp` handler writes the same body and headers
+ * (src/mcp/reply.ts) with `errorBodyText` and `errorHeaders`.
+ */
+export const errorResponse = (error: HttpError, requestId?: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(errorBodyText(error, requestId), {
+    status: error.status,
+    contentType: "application/json",
+    headers: errorHeaders(error)
+  })

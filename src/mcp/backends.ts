@@ -17,7 +17,6 @@ export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
 export class BackendsUnavailable extends Error {}
 
 const probeSpacing = Duration.seconds(1)
-const channelPollMs = 25
 
 const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
   current !== undefined && JSON.stringify(current) === JSON.stringify(next)
@@ -71,6 +70,8 @@ export const BackendsLive = Layer.scoped(
     }))
     const wakeups = yield* Effect.forEach(slots, () => Queue.sliding<Wakeup>(1))
     const listeners = new Set<() => void>()
+    /** Per backend: calls waiting for its next connection (`nextChannel`), told when one attaches. */
+    const channelWaiters = slots.map(() => new Set<() => void>())
     let index = buildIndex([], gatewayTools)
     const publish = () => {
       index = buildIndex(
@@ -107,6 +108,8 @@ export const BackendsLive = Layer.scoped(
           inherited: false,
           status: "ready"
         })
+        const waiting = channelWaiters[slots.indexOf(slot)]
+        for (const wake of waiting ?? []) wake()
         return Effect.logInfo("backend connected").pipe(
           Effect.annotateLogs({ backend: slot.config.id, tools: result.right.catalog.tools.length })
         )
@@ -182,14 +185,28 @@ export const BackendsLive = Layer.scoped(
         const queue = wakeups[at]
         if (queue !== undefined) Queue.unsafeOffer(queue, "failed")
       },
-      nextChannel: async (at, previous, until, signal) => {
+      nextChannel: (at, previous, until, signal) => {
         const slot = slots[at]
-        while (slot !== undefined && !signal.aborted && Date.now() < until) {
-          const channel = slot.channel
-          if (channel !== undefined && channel !== previous) return channel
-          await new Promise((done) => setTimeout(done, channelPollMs))
+        const waiting = channelWaiters[at]
+        const fresh = () => (slot?.channel !== undefined && slot.channel !== previous ? slot.channel : undefined)
+        if (slot === undefined || waiting === undefined || fresh() !== undefined || signal.aborted) {
+          return Promise.resolve(fresh())
         }
-        return undefined
+        // Told by `attach` when the worker has connected again; no polling.
+        return new Promise<BackendChannel | undefined>((resolve) => {
+          const finish = () => {
+            clearTimeout(timer)
+            signal.removeEventListener("abort", finish)
+            waiting.delete(wake)
+            resolve(fresh())
+          }
+          const wake = () => {
+            if (fresh() !== undefined) finish()
+          }
+          const timer = setTimeout(finish, Math.max(0, until - Date.now()))
+          signal.addEventListener("abort", finish, { once: true })
+          waiting.add(wake)
+        })
       },
       onIndexChange: (listener) => {
         listeners.add(listener)

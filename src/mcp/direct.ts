@@ -27,8 +27,6 @@ export interface DirectRequest {
   readonly progressToken: string | number | undefined
 }
 
-/** The 2026-07-28 revision: the one modern revision the server SDK serves (its SUPPORTED_MODERN_PROTOCOL_VERSIONS). */
-const directRevisions: ReadonlySet<string> = new Set(["2026-07-28"])
 const reservedPrefix = "io.modelcontextprotocol/"
 const envelopeKeys: ReadonlySet<string> = new Set([
   PROTOCOL_VERSION_META_KEY,
@@ -66,7 +64,9 @@ export const directRequest = (
   headers: IncomingHttpHeaders,
   method: string,
   paramKeys: ReadonlySet<string>,
-  name: (params: Record<string, unknown>) => string | undefined | false
+  name: (params: Record<string, unknown>) => string | undefined | false,
+  /** The 2026-era revisions the MCP SDK serves (src/mcp/sdk-profile.ts). */
+  modernRevisions: ReadonlySet<string>
 ): DirectRequest | undefined => {
   if (!isRecord(message) || !onlyKeys(message, requestKeys)) return undefined
   const { id, params } = message
@@ -77,7 +77,7 @@ export const directRequest = (
   if (meta !== undefined && !isRecord(meta)) return undefined
   if (meta === undefined || !(PROTOCOL_VERSION_META_KEY in meta)) return legacyRequest(id, params, meta, headers)
   const revision = meta[PROTOCOL_VERSION_META_KEY]
-  if (typeof revision !== "string" || !directRevisions.has(revision)) return undefined
+  if (typeof revision !== "string" || !modernRevisions.has(revision)) return undefined
   if (!isRecord(meta[CLIENT_CAPABILITIES_META_KEY])) return undefined
   const info = meta[CLIENT_INFO_META_KEY]
   if (info !== undefined && !isImplementation(info)) return undefined

@@ -1,18 +1,27 @@
-import { randomUUID } from "node:crypto"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { isJsonContentType } from "@modelcontextprotocol/server"
 import { Cause, Context, Duration, Effect, type Exit, Layer, LogLevel, Option, Runtime } from "effect"
 import { BearerVerifier } from "../auth/bearer.js"
-import { formatDuration } from "../config/duration.js"
 import { Config } from "../config/service.js"
 import { HttpError } from "../http/error-body.js"
+import {
+  accessFields,
+  accessLogLevel,
+  cancelledByGeneration,
+  internalError,
+  newRequestId,
+  requestTimedOut,
+  shouldLogAccess
+} from "../http/request-context.js"
 import { PolicyEngine } from "../policy/engine.js"
 import type { View } from "../policy/view.js"
+import { GenerationRequests } from "../runtime/requests-in-flight.js"
 import { Backends } from "./backends.js"
 import { McpEndpoint } from "./endpoint.js"
 import { corsHeaders, originPolicy, originRefused } from "./origin.js"
 import { Reply } from "./reply.js"
 import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
+import { sdkProfile } from "./sdk-profile.js"
 import { directToolCall, serveDirectCall } from "./tool-call.js"
 import { ToolCalls } from "./tool-calls.js"
 import { directToolList, ToolPages } from "./tool-list.js"
@@ -30,21 +39,12 @@ export class McpPost extends Context.Tag("gateway/McpPost")<
   { readonly handle: (request: IncomingMessage, response: ServerResponse) => void }
 >() {}
 
+/** Whether the gateway answers the requests it can check completely itself (always, but in tests comparing paths). */
+export class DirectPathEnabled extends Context.Tag("gateway/DirectPathEnabled")<DirectPathEnabled, boolean>() {}
+
 // The handler's own deadline ends this much before request_timeout, so the caller gets the JSON-RPC
 // timeout error (and the backend its cancellation) rather than the generic 504 of the HTTP layer.
 const deadlineMargin = 25
-
-const closing = new HttpError({
-  status: 503,
-  code: "unavailable",
-  description: "The request was cancelled because the gateway is reloading or stopping."
-})
-
-const internal = new HttpError({
-  status: 500,
-  code: "internal_error",
-  description: "The gateway failed to handle this request."
-})
 
 /** Why a request's controller aborted: the reason is the answer, when headers are not out yet. */
 const disconnected = Symbol("disconnected")
@@ -77,22 +77,15 @@ export const McpPostLive = Layer.scoped(
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const accessLog = config.log_level === "debug"
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
-    const toolPages = new ToolPages(config.catalog.page_size)
+    const directPath = yield* DirectPathEnabled
+    const { modernRevisions, modernListTail } = yield* Effect.promise(sdkProfile)
+    const toolPages = new ToolPages(config.catalog.page_size, modernListTail)
     const originAllowed = originPolicy(config)
-    const timedOut = new HttpError({
-      status: 504,
-      code: "request_timeout",
-      description: `The request did not complete within request_timeout (${formatDuration(config.request_timeout)}).`
-    })
+    const timedOut = requestTimedOut(config.request_timeout)
 
-    // Requests of this generation in progress: closing the generation cancels them (design: "closing
-    // the scope cancels request work"); those not yet answered get 503.
-    const active = new Set<AbortController>()
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const controller of active) controller.abort(closing)
-      })
-    )
+    // Closing the generation cancels its requests (design: "closing the scope cancels request work");
+    // those not yet answered get 503.
+    const requests = yield* GenerationRequests
 
     /**
      * The token, then the caller's view (or the request's 401/403); synchronously when neither needs
@@ -140,13 +133,13 @@ export const McpPostLive = Layer.scoped(
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
       }
       const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
-      const list = directToolList(parsed.message, request.headers)
+      const list = directPath ? directToolList(parsed.message, request.headers, modernRevisions) : undefined
       if (list !== undefined) {
         const result = toolPages.result(backends.index(), view, list.cursor, list.era)
         if (result !== undefined) return reply.result(list.id, result)
       }
-      const direct = directToolCall(parsed.message, request.headers)
-      if (direct !== undefined) return serveDirectCall(direct, { view, toolCalls, signal, deadline }, reply)
+      const call = directPath ? directToolCall(parsed.message, request.headers, modernRevisions) : undefined
+      if (call !== undefined) return serveDirectCall(call, { view, toolCalls, signal, deadline }, reply)
       const response = await endpoint.serve(
         new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
         parsed.message,
@@ -166,11 +159,11 @@ export const McpPostLive = Layer.scoped(
     const handle = (request: IncomingMessage, response: ServerResponse) => {
       const started = performance.now()
       const startedAt = Date.now()
-      const requestId = randomUUID()
+      const requestId = newRequestId()
       const origin = request.headers.origin
       const allowedOrigin = originAllowed(origin)
       const controller = new AbortController()
-      active.add(controller)
+      requests.onCancel(request, () => controller.abort(cancelledByGeneration))
       const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
       const reply = new Reply(
         response,
@@ -182,19 +175,13 @@ export const McpPostLive = Layer.scoped(
       )
       response.once("close", () => {
         clearTimeout(timer)
-        active.delete(controller)
         if (!response.writableFinished) controller.abort(disconnected)
         // 499 (as nginx logs it): the client went away before any answer.
         const status = response.headersSent ? response.statusCode : 499
-        if (accessLog || status >= 500) {
-          const ms = Math.round((performance.now() - started) * 1000) / 1000
-          const path = (request.url ?? "").split("?", 1)[0]
-          log(status >= 500 ? LogLevel.Error : LogLevel.Debug, "request", {
+        if (shouldLogAccess(accessLog, status)) {
+          log(accessLogLevel(status), "request", {
             request_id: requestId,
-            method: "POST",
-            path,
-            status,
-            ms
+            ...accessFields("POST", request.url ?? "", status, started)
           })
         }
       })
@@ -211,7 +198,7 @@ export const McpPostLive = Layer.scoped(
         (error: unknown) => {
           if (error instanceof HttpError) return reply.error(error)
           log(LogLevel.Error, "unhandled failure", { request_id: requestId }, error)
-          if (!reply.sent) reply.error(internal)
+          if (!reply.sent) reply.error(internalError)
           else response.destroy()
         }
       )

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import type { ReadableStream as WebReadableStream } from "node:stream/web"
-import type { HttpError } from "../http/error-body.js"
+import { errorBodyText, errorHeaders, type HttpError } from "../http/error-body.js"
 import { sseEvent, sseEventText } from "./sse.js"
 
 const jsonType = "application/json"
@@ -40,10 +40,9 @@ export class Reply {
     this.response.end(body)
   }
 
-  /** The gateway's own error body (docs/errors.md). */
+  /** The gateway's own error body (docs/errors.md), written as the Effect pipeline writes it. */
   error(error: HttpError): void {
-    const body = JSON.stringify({ error: error.code, error_description: error.description, request_id: this.requestId })
-    this.send(error.status, jsonType, body, { "cache-control": "no-store", ...error.headers })
+    this.send(error.status, jsonType, errorBodyText(error, this.requestId), errorHeaders(error))
   }
 
   /** A JSON-RPC message as the whole answer. */

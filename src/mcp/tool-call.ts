@@ -25,8 +25,12 @@ const mirroredName = (params: Record<string, unknown>) => {
 }
 
 /** The request, when it is a `tools/call` this path answers; undefined sends it to the SDK's handler. */
-export const directToolCall = (message: unknown, headers: IncomingHttpHeaders): DirectCall | undefined => {
-  const request = directRequest(message, headers, "tools/call", callParams, mirroredName)
+export const directToolCall = (
+  message: unknown,
+  headers: IncomingHttpHeaders,
+  modernRevisions: ReadonlySet<string>
+): DirectCall | undefined => {
+  const request = directRequest(message, headers, "tools/call", callParams, mirroredName, modernRevisions)
   if (request === undefined) return undefined
   const { name, arguments: args } = request.params
   if (typeof name !== "string" || (args !== undefined && !isRecord(args))) return undefined

@@ -1,7 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http"
-import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { View } from "../policy/view.js"
-import { version } from "../version.js"
 import type { CatalogIndex } from "./catalog-index.js"
 import { type DirectRequest, directRequest } from "./direct.js"
 import { decodeCursor, encodeCursor, pageOf } from "./pagination.js"
@@ -15,8 +13,12 @@ export interface DirectList {
 
 const listParams: ReadonlySet<string> = new Set(["cursor"])
 
-export const directToolList = (message: unknown, headers: IncomingHttpHeaders): DirectList | undefined => {
-  const request = directRequest(message, headers, "tools/list", listParams, () => undefined)
+export const directToolList = (
+  message: unknown,
+  headers: IncomingHttpHeaders,
+  modernRevisions: ReadonlySet<string>
+): DirectList | undefined => {
+  const request = directRequest(message, headers, "tools/list", listParams, () => undefined, modernRevisions)
   const cursor = request?.params["cursor"]
   if (request === undefined || (cursor !== undefined && typeof cursor !== "string")) return undefined
   return { era: request.era, id: request.id, cursor }
@@ -35,12 +37,6 @@ const isIssuedCursor = (index: CatalogIndex, cursor: string): boolean => {
 /** Serialized pages are kept up to this many characters per generation; past it, pages are built per request. */
 const maxCachedChars = 16 * 1024 * 1024
 
-// The cache hints the SDK stamps on a 2026-07-28 list result when the server sets none; a 2025-era
-// result has none of these.
-const modernTail = `,"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":${JSON.stringify({
-  [SERVER_INFO_META_KEY]: { name: "gateway", version }
-})}`
-
 /**
  * `tools/list` result documents, serialized once per catalog index, caller view (its fingerprint:
  * callers with the same effective access share pages) and cursor: a catalog of thousands of tools is
@@ -53,7 +49,11 @@ export class ToolPages {
   private pages = new Map<string, string>()
   private chars = 0
 
-  constructor(private readonly pageSize: number) {}
+  constructor(
+    private readonly pageSize: number,
+    /** What the SDK stamps on a 2026-era list result besides the list (src/mcp/sdk-profile.ts). */
+    private readonly modernTail: string
+  ) {}
 
   /** Characters held (keys and documents), for tests and diagnostics. */
   get cachedChars(): number {
@@ -86,7 +86,7 @@ export class ToolPages {
       return undefined
     }
     const next = page.nextCursor === undefined ? "" : `,"nextCursor":${JSON.stringify(page.nextCursor)}`
-    const result = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? modernTail : ""}}`
+    const result = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? this.modernTail : ""}}`
     if (cacheable && this.chars + key.length + result.length <= maxCachedChars) {
       this.pages.set(key, result)
       this.chars += key.length + result.length

@@ -10,7 +10,7 @@ import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/backends.j
 import type { BackendCatalog } from "../mcp/catalog.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/endpoint.js"
 import { type GatewayTools, GatewayToolsLive } from "../mcp/gateway-tools.js"
-import { type McpPost, McpPostLive } from "../mcp/post.js"
+import { DirectPathEnabled, type McpPost, McpPostLive } from "../mcp/post.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/tool-calls.js"
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
@@ -22,6 +22,7 @@ import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
+import type { GenerationRequests } from "./requests-in-flight.js"
 
 /**
  * Services that live for the whole process. Their configuration is static (spec Versioning 7:
@@ -45,6 +46,7 @@ export type BaseServices =
 /** What one generation provides to its routes. */
 export type GenerationServices =
   | BaseServices
+  | GenerationRequests
   | Config
   | Readiness
   | BearerVerifier
@@ -59,6 +61,8 @@ export type GenerationServices =
 export interface GenerationOverrides {
   readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | GatewayTools | BaseServices>
   readonly gatewayTools?: Layer.Layer<GatewayTools>
+  /** `false`: every POST /mcp goes to the MCP SDK's handler (tests compare the two paths' answers). */
+  readonly directPath?: boolean
 }
 
 /**
@@ -70,12 +74,20 @@ export const generationLayer = (
   loaded: LoadedConfig,
   previous: ReadonlyMap<string, BackendCatalog> = new Map(),
   overrides: GenerationOverrides = {}
-): Layer.Layer<Exclude<GenerationServices, BaseServices>, unknown, BaseServices> => {
+): Layer.Layer<
+  Exclude<GenerationServices, BaseServices | GenerationRequests>,
+  unknown,
+  BaseServices | GenerationRequests
+> => {
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
   const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive).pipe(
     Layer.provideMerge(overrides.gatewayTools ?? GatewayToolsLive)
   )
-  const endpoint = McpPostLive.pipe(Layer.provideMerge(McpEndpointLive), Layer.provideMerge(ToolCallsLive))
+  const endpoint = McpPostLive.pipe(
+    Layer.provide(Layer.succeed(DirectPathEnabled, overrides.directPath ?? true)),
+    Layer.provideMerge(McpEndpointLive),
+    Layer.provideMerge(ToolCallsLive)
+  )
   return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { FileSystem, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Exit, FiberSet, Layer, Option, Runtime, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Option, Runtime, Scope } from "effect"
 import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
 import type { LoadedConfig } from "../config/service.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
@@ -16,6 +16,7 @@ import {
   type GenerationServices,
   generationLayer
 } from "./generation-layer.js"
+import { GenerationRequests, RequestsInFlight } from "./requests-in-flight.js"
 
 /** Extra routes a caller adds to every generation (the test harness adds a slow route this way). */
 export type ExtraRoutes = HttpRouter.HttpRouter<never, GenerationServices>
@@ -30,8 +31,8 @@ export interface Generation {
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void
   /** The Management API (admin listener); built on its first request (src/admin/app.ts). */
   readonly handleAdmin: (request: IncomingMessage, response: ServerResponse) => void
-  /** Responses not yet finished, counted from arrival to the end of the last byte. */
-  readonly inFlight: Set<ServerResponse>
+  /** The requests it is serving: the drain waits for them, closing cancels them. */
+  readonly requests: RequestsInFlight
   /** Backend catalogs the next generation may inherit (spec Versioning 8), by catalog-source identity. */
   readonly catalogs: () => ReadonlyMap<string, BackendCatalog>
   readonly close: Effect.Effect<void>
@@ -50,12 +51,15 @@ export const buildGeneration = (
 ): Effect.Effect<Generation, unknown> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
+    const requests = new RequestsInFlight()
     const built = yield* Effect.gen(function* () {
       const context = yield* Layer.buildWithScope(
-        generationLayer(loaded, previous, overrides).pipe(Layer.provideMerge(Layer.succeedContext(base))),
+        generationLayer(loaded, previous, overrides).pipe(
+          Layer.provideMerge(Layer.succeed(GenerationRequests, requests)),
+          Layer.provideMerge(Layer.succeedContext(base))
+        ),
         scope
       )
-      const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
       const publicUrl = loaded.config.server.public_url
       const served = routes.pipe(
         HttpRouter.concat(mcpRoutes(publicUrl)),
@@ -65,7 +69,7 @@ export const buildGeneration = (
       // The router's lookup table is built once per generation, not per request.
       const routerApp = yield* HttpRouter.toHttpApp(router)
       const app = withRequestContext(loaded.config.log_level === "debug")(
-        runInGeneration(fibers, loaded.config.request_timeout)(routerApp)
+        runInGeneration(requests, loaded.config.request_timeout)(routerApp)
       )
       // These settings are captured in the handler's runtime once, instead of being set on every request.
       // No trace exporter exists, so spans would be built and dropped on every request; the platform's
@@ -79,16 +83,10 @@ export const buildGeneration = (
       return {
         handler,
         context,
-        fibers,
         backends: Context.get(context, Backends),
         mcpPost: Context.get(context, McpPost).handle
       }
     }).pipe(Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void)))
-    const inFlight = new Set<ServerResponse>()
-    const track = (response: ServerResponse) => {
-      inFlight.add(response)
-      response.once("close", () => inFlight.delete(response))
-    }
     // The Management API's code is loaded and its handler built on the first admin request: a gateway
     // that never serves one pays nothing for it at start-up.
     // The builder's runtime, so the API runs on the same services (clock included) as the routes.
@@ -97,7 +95,7 @@ export const buildGeneration = (
     const admin = () => {
       adminHandler ??= Runtime.runPromise(runtime)(
         Effect.promise(() => import("../admin/app.js")).pipe(
-          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, built.fibers)),
+          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, requests)),
           Scope.extend(scope)
         )
       )
@@ -113,14 +111,14 @@ export const buildGeneration = (
     return {
       id,
       loaded,
-      inFlight,
+      requests,
       handle: (request: IncomingMessage, response: ServerResponse) => {
-        track(response)
+        requests.add(request, response)
         if (isMcpPost(request)) built.mcpPost(request, response)
         else built.handler(request, response)
       },
       handleAdmin: (request: IncomingMessage, response: ServerResponse) => {
-        track(response)
+        requests.add(request, response)
         admin().then(
           (handler) => handler(request, response),
           () => {
@@ -136,26 +134,25 @@ export const buildGeneration = (
     }
   }).pipe(Effect.withSpan("Generation.build"))
 
-/** Waits until the generation has no response in flight, or the timeout passes; true when idle. */
+/** Waits until the generation has no request in flight, or the timeout passes; true when idle. */
 export const waitIdle = (generation: Generation, timeout: Duration.Duration): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    while (generation.inFlight.size > 0) yield* Effect.sleep(Duration.millis(20))
-  }).pipe(Effect.timeoutTo({ duration: timeout, onTimeout: () => false, onSuccess: () => true }))
-
-/**
- * Closes the generation's scope, which interrupts its request fibers; those whose headers were not sent
- * answer 503. After a short grace for those answers to be written, what is still open (a response
- * already streaming) is destroyed.
- */
-export const closeGeneration = (generation: Generation): Effect.Effect<void> =>
-  generation.close.pipe(
-    Effect.zipRight(waitIdle(generation, cancelGrace)),
-    Effect.zipRight(
-      Effect.sync(() => {
-        for (const response of generation.inFlight) response.destroy()
-        generation.inFlight.clear()
-      })
-    )
+  Effect.promise(() => generation.requests.whenIdle()).pipe(
+    Effect.timeoutTo({ duration: timeout, onTimeout: () => false, onSuccess: () => true })
   )
 
+/** How long cancelled requests have to write their 503 before their connections are closed. */
 const cancelGrace = Duration.seconds(1)
+
+/**
+ * Ends a generation: its requests still in flight are cancelled (those not yet answered answer 503),
+ * given a short grace to write that, and what is still open (a response already streaming) is closed;
+ * then its scope closes, which stops its workers and closes its backend clients. The number cancelled.
+ */
+export const closeGeneration = (generation: Generation): Effect.Effect<number> =>
+  Effect.gen(function* () {
+    const cancelled = generation.requests.cancelAll()
+    yield* waitIdle(generation, cancelGrace)
+    generation.requests.destroyAll()
+    yield* generation.close
+    return cancelled
+  })

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http"
 import { Data, Effect } from "effect"
+import { errorBodyText, HttpError } from "../http/error-body.js"
 import type { Generation } from "./generation.js"
 
 export class ListenError extends Data.TaggedError("ListenError")<{
@@ -25,7 +26,9 @@ export interface Listener {
   closeAll(): void
 }
 
-const shuttingDownBody = JSON.stringify({ error: "shutting_down", error_description: "The gateway is shutting down." })
+const shuttingDownBody = errorBodyText(
+  new HttpError({ status: 503, code: "shutting_down", description: "The gateway is shutting down." })
+)
 
 /**
  * Liveness is answered here, before the request pipeline: `/healthz` means "a runtime exists and this

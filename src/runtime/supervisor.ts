@@ -3,8 +3,9 @@ import { loadConfig } from "../config/load.js"
 import { parseListen } from "../config/rules.js"
 import type { LoadedConfig } from "../config/service.js"
 import { staticChanges } from "../config/static-fields.js"
-import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./generation.js"
+import type { ExtraRoutes } from "./generation.js"
 import type { BaseServices } from "./generation-layer.js"
+import { acquireGenerations } from "./generations.js"
 import { adminRoute, type Listener, makeListener } from "./listener.js"
 import { type Signal, signalQueue } from "./signals.js"
 
@@ -22,7 +23,8 @@ export interface SuperviseOptions {
 
 /**
  * Runs the gateway until SIGINT/SIGTERM: builds the process-wide services, the first generation and
- * the listener, swaps generations on SIGHUP (spec Versioning 7) and drains on shutdown (Versioning 9).
+ * the listeners, reloads on SIGHUP (spec Versioning 7) and drains on shutdown (Versioning 9). The
+ * generations themselves — reload, drain, close — are the Generations service (src/runtime/generations.ts).
  */
 export const supervise = (options: SuperviseOptions) =>
   Effect.scoped(
@@ -33,15 +35,25 @@ export const supervise = (options: SuperviseOptions) =>
       const signals = yield* signalQueue
       const base = yield* Layer.build(options.base)
       if (options.prepare !== undefined) yield* Effect.provide(options.prepare, base)
+      const listeners: Array<Listener> = []
+      // Closed with this scope, so a listener that cannot bind closes the first generation too.
+      const generations = yield* acquireGenerations({
+        base,
+        first: loaded,
+        activate: (generation) => {
+          for (const listener of listeners) listener.activate(generation)
+        },
+        ...(options.extraRoutes === undefined ? {} : { extraRoutes: options.extraRoutes })
+      })
       const listen = parseListen(loaded.config.server.listen)!
-      const first = yield* buildGeneration(1, loaded, base, options.extraRoutes)
-      const listener = yield* makeListener(listen.host, listen.port)
       // admin.mode local (the only mode yet): the Management API on admin.listen, loopback only.
       const adminListen = parseListen(loaded.config.admin.listen)!
+      const listener = yield* makeListener(listen.host, listen.port)
       const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute)
-      const listeners = [listener, adminListener]
-      const state = { current: first, next: 2, live: new Set<Generation>([first]) }
-      for (const each of listeners) each.activate(first)
+      for (const each of [listener, adminListener]) {
+        listeners.push(each)
+        each.activate(generations.current())
+      }
       options.onListening?.(listener.port)
       yield* Effect.logInfo("gateway serving").pipe(
         Effect.annotateLogs({
@@ -53,83 +65,42 @@ export const supervise = (options: SuperviseOptions) =>
       )
 
       const reloads = yield* FiberSet.make()
-      const retiring = yield* FiberSet.make()
-      const lock = yield* Effect.makeSemaphore(1)
-
-      const retire = (old: Generation) =>
-        waitIdle(old, old.loaded.config.drain_timeout).pipe(
-          Effect.zipRight(closeGeneration(old)),
-          Effect.zipRight(Effect.sync(() => state.live.delete(old))),
-          Effect.zipRight(Effect.logInfo("generation closed").pipe(Effect.annotateLogs("generation", old.id)))
+      const reload = Effect.gen(function* () {
+        const candidate = yield* loadConfig(options.configFile, options.env).pipe(
+          Effect.tapError((error) => Effect.logError("reload rejected: invalid configuration", error.message)),
+          Effect.option
         )
-
-      const reload = lock.withPermits(1)(
-        Effect.gen(function* () {
-          const candidateConfig = yield* loadConfig(options.configFile, options.env).pipe(
-            Effect.tapError((error) => Effect.logError("reload rejected: invalid configuration", error.message)),
-            Effect.option
+        if (candidate._tag === "None") return
+        const changed = staticChanges(generations.current().loaded.config, candidate.value.config)
+        if (changed.length > 0) {
+          return yield* Effect.logError("reload rejected: static fields changed; restart to apply them").pipe(
+            Effect.annotateLogs("fields", changed)
           )
-          if (candidateConfig._tag === "None") return
-          const changed = staticChanges(state.current.loaded.config, candidateConfig.value.config)
-          if (changed.length > 0) {
-            return yield* Effect.logError("reload rejected: static fields changed; restart to apply them").pipe(
-              Effect.annotateLogs("fields", changed)
-            )
-          }
-          const id = state.next++
-          const previous = state.current.catalogs()
-          const candidate = yield* buildGeneration(id, candidateConfig.value, base, options.extraRoutes, previous).pipe(
-            Effect.tapErrorCause((cause) =>
-              Effect.logError("reload failed: the previous generation keeps serving", cause)
-            ),
-            Effect.option
-          )
-          if (candidate._tag === "None") return
-          const old = state.current
-          state.current = candidate.value
-          state.live.add(candidate.value)
-          for (const each of listeners) each.activate(candidate.value)
-          yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
-          yield* FiberSet.run(retiring, retire(old))
-        })
-      )
+        }
+        yield* generations.reload(candidate.value).pipe(
+          Effect.tapErrorCause((cause) =>
+            Effect.logError("reload failed: the previous generation keeps serving", cause)
+          ),
+          Effect.ignore
+        )
+      })
 
       let signal: Signal = yield* Queue.take(signals)
       while (signal === "SIGHUP") {
         yield* FiberSet.run(reloads, reload)
         signal = yield* Queue.take(signals)
       }
-      yield* shutdown({ listeners, state, signals, reloads, retiring, signal })
+
+      // Spec Versioning 9: stop accepting, drain for drain_timeout, then cancel and force-close.
+      const drain = generations.current().loaded.config.drain_timeout
+      yield* Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal, in_flight: generations.inFlight() }))
+      // A candidate still being built is cancelled; closing its scope releases what it opened.
+      yield* FiberSet.clear(reloads)
+      for (const each of listeners) each.stopAccepting()
+      // A second SIGINT/SIGTERM skips the rest of the drain.
+      const secondSignal = Queue.take(signals).pipe(Effect.repeat({ until: (next) => next !== "SIGHUP" }))
+      const cancelled = yield* generations.shutdown(drain, secondSignal)
+      for (const each of listeners) each.closeAll()
+      yield* Effect.logInfo("stopped").pipe(Effect.annotateLogs({ cancelled }))
     })
   )
-
-interface ShutdownState {
-  readonly listeners: ReadonlyArray<Listener>
-  readonly state: { current: Generation; live: Set<Generation> }
-  readonly signals: Queue.Queue<Signal>
-  readonly reloads: FiberSet.FiberSet
-  readonly retiring: FiberSet.FiberSet
-  readonly signal: Signal
-}
-
-/** Spec Versioning 9: stop accepting, drain for drain_timeout, then cancel and force-close. */
-const shutdown = ({ listeners, state, signals, reloads, retiring, signal }: ShutdownState) =>
-  Effect.gen(function* () {
-    const drain = state.current.loaded.config.drain_timeout
-    yield* Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal, in_flight: inFlight(state.live) }))
-    // A candidate still being built is cancelled; closing its scope releases what it opened.
-    yield* FiberSet.clear(reloads)
-    yield* FiberSet.clear(retiring)
-    for (const listener of listeners) listener.stopAccepting()
-    // A second SIGINT/SIGTERM skips the rest of the drain.
-    const secondSignal = Queue.take(signals).pipe(Effect.repeat({ until: (next) => next !== "SIGHUP" }))
-    yield* Effect.forEach(state.live, (generation) => waitIdle(generation, drain), { concurrency: "unbounded" }).pipe(
-      Effect.raceFirst(secondSignal)
-    )
-    const cancelled = inFlight(state.live)
-    yield* Effect.forEach(state.live, closeGeneration, { concurrency: "unbounded", discard: true })
-    for (const listener of listeners) listener.closeAll()
-    yield* Effect.logInfo("stopped").pipe(Effect.annotateLogs({ cancelled }))
-  })
-
-const inFlight = (live: Set<Generation>) => [...live].reduce((sum, generation) => sum + generation.inFlight.size, 0)

@@ -12,12 +12,16 @@ import { stringify } from "yaml"
 import * as z from "zod/v4"
 import { parseConfig } from "../../src/config/load.js"
 import { buildIndex } from "../../src/mcp/catalog-index.js"
+import { sdkProfile } from "../../src/mcp/sdk-profile.js"
 import { directToolCall } from "../../src/mcp/tool-call.js"
 import { directToolList, ToolPages } from "../../src/mcp/tool-list.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
 import { permitView } from "../support/permit-policy.js"
+
+const profile = await sdkProfile()
+const modern = profile.modernRevisions
 
 const envelope = {
   "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -53,7 +57,7 @@ describe("the tools/list page cache", () => {
   const view = permitView(config.backends)
 
   it("keeps the pages of cursors it hands out, answers any other cursor without keeping it", () => {
-    const pages = new ToolPages(2)
+    const pages = new ToolPages(2, profile.modernListTail)
     const first = JSON.parse(pages.result(index, view, undefined, "modern")!)
     expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t1", "b__t2"])
     const second = JSON.parse(pages.result(index, view, first.nextCursor, "legacy")!)
@@ -76,7 +80,7 @@ describe("the tools/list page cache", () => {
 describe("which requests take the direct path", () => {
   it("a well-formed 2026-07-28 tools/call does, with its id, arguments and progress token", () => {
     const message = call({ name: "alpha__echo", arguments: { message: "hi" }, _meta: { progressToken: "p1" } })
-    expect(directToolCall(message, callHeaders("alpha__echo"))).toEqual({
+    expect(directToolCall(message, callHeaders("alpha__echo"), modern)).toEqual({
       era: "modern",
       id: 7,
       name: "alpha__echo",
@@ -97,7 +101,7 @@ describe("which requests take the direct path", () => {
   })
 
   it("a 2025-era tools/call does, as the SDK's stateless fallback would serve it", () => {
-    expect(directToolCall(legacyCall({ progressToken: 3 }), legacyHeaders)).toEqual({
+    expect(directToolCall(legacyCall({ progressToken: 3 }), legacyHeaders, modern)).toEqual({
       era: "legacy",
       id: "c1",
       name: "alpha__echo",
@@ -105,7 +109,7 @@ describe("which requests take the direct path", () => {
       progressToken: 3
     })
     // Before `initialize` told it a version, a client may send none.
-    expect(directToolCall(legacyCall(), { accept: legacyHeaders.accept })?.era).toBe("legacy")
+    expect(directToolCall(legacyCall(), { accept: legacyHeaders.accept }, modern)?.era).toBe("legacy")
   })
 
   it.each([
@@ -120,7 +124,7 @@ describe("which requests take the direct path", () => {
     ["a _meta key besides progressToken", legacyHeaders, { "com.example/trace": "x" }],
     ["a fractional progress token", legacyHeaders, { progressToken: 0.5 }]
   ])("a 2025-era request with %s goes to the SDK's handler", (_, headers, meta) => {
-    expect(directToolCall(legacyCall(meta), headers)).toBeUndefined()
+    expect(directToolCall(legacyCall(meta), headers, modern)).toBeUndefined()
   })
 
   const good = call({ name: "alpha__echo", arguments: {} })
@@ -154,7 +158,7 @@ describe("which requests take the direct path", () => {
     ["an extra top-level member", call({ name: "alpha__echo" }, { extra: true }), callHeaders("alpha__echo")],
     ["a notification (no id)", { ...call({ name: "alpha__echo" }), id: undefined }, callHeaders("alpha__echo")]
   ])("%s goes to the SDK's handler", (_, message, headers) => {
-    expect(directToolCall(JSON.parse(JSON.stringify(message)), headers)).toBeUndefined()
+    expect(directToolCall(JSON.parse(JSON.stringify(message)), headers, modern)).toBeUndefined()
   })
 
   it("tools/list does only without Mcp-Name and with a string cursor", () => {
@@ -165,9 +169,9 @@ describe("which requests take the direct path", () => {
       params: { ...params, _meta: envelope }
     })
     const headers = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" }
-    expect(directToolList(list({ cursor: "abc" }), headers)).toEqual({ era: "modern", id: "l", cursor: "abc" })
-    expect(directToolList(list({}), { ...headers, "mcp-name": "x" })).toBeUndefined()
-    expect(directToolList(list({ cursor: 5 }), headers)).toBeUndefined()
+    expect(directToolList(list({ cursor: "abc" }), headers, modern)).toEqual({ era: "modern", id: "l", cursor: "abc" })
+    expect(directToolList(list({}), { ...headers, "mcp-name": "x" }, modern)).toBeUndefined()
+    expect(directToolList(list({ cursor: 5 }), headers, modern)).toBeUndefined()
   })
 })
 
@@ -218,7 +222,8 @@ beforeAll(async () => {
     allow_insecure_http: true,
     tool_rules: [{ tools: ["*"] }]
   }))
-  patch = { backends }
+  // A short drain, so the generation test below need not wait the default 10 s for its call to be cut off.
+  patch = { backends, drain_timeout: "100ms" }
   gateway = await startTestGateway({ patch })
 })
 afterAll(async () => {
@@ -334,7 +339,7 @@ describe("the direct path through the gateway", () => {
       authorization: `Bearer ${token}`
     })
     await expect.poll(() => lastCallId(alpha)).toMatch(/^gw-/)
-    await gateway.reload(patch, 100)
+    await gateway.reload(patch)
     const response = await pending
     expect(response.status).toBe(503)
     expect(await response.json()).toMatchObject({ error: "unavailable" })

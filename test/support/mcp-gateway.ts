@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Duration, Effect, Either, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Either, Exit, Layer, Scope } from "effect"
 import { stringify } from "yaml"
 import { SessionGuard } from "../../src/auth/caller.js"
 import { ExternalJwksTiming, type ExternalJwksTimingShape } from "../../src/auth/external-jwks.js"
@@ -12,8 +12,8 @@ import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { type GatewayTool, GatewayTools } from "../../src/mcp/gateway-tools.js"
 import { baseLayer } from "../../src/runtime/base.js"
-import { buildGeneration, closeGeneration, type Generation, waitIdle } from "../../src/runtime/generation.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
+import { acquireGenerations } from "../../src/runtime/generations.js"
 import { makeListener } from "../../src/runtime/listener.js"
 import { freePort } from "./gateway-process.js"
 import { quietly } from "./logs.js"
@@ -33,10 +33,10 @@ export interface TestGateway {
   /** Runs `effect` against the process-wide services (the store's policy writes, repositories). */
   run<A, E>(effect: Effect.Effect<A, E, BaseServices>): Promise<A>
   /**
-   * Builds a generation from `patch` and swaps it in, like SIGHUP; rejects (old one keeps serving) on
-   * failure. The old generation drains for `drainMs` (default 10 s) before it is closed.
+   * Builds a generation from `patch` and swaps it in, as SIGHUP does (the same Generations service);
+   * rejects (old one keeps serving) on failure. The old generation drains for its `drain_timeout`.
    */
-  reload(patch: Record<string, unknown>, drainMs?: number): Promise<void>
+  reload(patch: Record<string, unknown>): Promise<void>
   close(): Promise<void>
 }
 
@@ -59,6 +59,8 @@ export interface TestGatewayOptions {
   readonly policy?: "permit" | "store"
   /** Gateway-provided tools to register in every generation (src/mcp/gateway-tools.ts). */
   readonly gatewayTools?: ReadonlyArray<GatewayTool>
+  /** `false`: every request takes the MCP SDK's path (to compare the two paths' answers). */
+  readonly directPath?: boolean
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -92,14 +94,14 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   )
   const base = await Effect.runPromise(quietly(Layer.buildWithScope(baseLayers, scope)))
   const signer = Context.get(base, Signer)
-  const overrides =
-    options.gatewayTools === undefined ? {} : { gatewayTools: Layer.succeed(GatewayTools, options.gatewayTools) }
-  let current: Generation = await Effect.runPromise(
-    quietly(buildGeneration(1, loaded, base, undefined, undefined, overrides))
-  )
+  const overrides = {
+    ...(options.gatewayTools === undefined ? {} : { gatewayTools: Layer.succeed(GatewayTools, options.gatewayTools) }),
+    ...(options.directPath === undefined ? {} : { directPath: options.directPath })
+  }
   const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
-  listener.activate(current)
-  let next = 2
+  const generations = await Effect.runPromise(
+    quietly(Scope.extend(acquireGenerations({ base, first: loaded, activate: listener.activate, overrides }), scope))
+  )
   return {
     port,
     baseUrl: origin,
@@ -107,22 +109,14 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     loaded: () => loaded,
     token: (tokenOptions) => mintAccessToken(signer, loaded.config, tokenOptions),
     run: (effect) => Effect.runPromise(quietly(Effect.provide(effect, base))),
-    reload: async (patch, drainMs = 10_000) => {
-      const candidateConfig = load(patch)
-      const candidate = await Effect.runPromise(
-        quietly(buildGeneration(next++, candidateConfig, base, undefined, current.catalogs(), overrides))
-      )
-      const old = current
-      current = candidate
-      loaded = candidateConfig
-      listener.activate(candidate)
-      // Like the supervisor: the old generation drains before its backends close.
-      void Effect.runPromise(waitIdle(old, Duration.millis(drainMs)).pipe(Effect.zipRight(closeGeneration(old))))
+    reload: async (patch) => {
+      const candidate = load(patch)
+      await Effect.runPromise(quietly(generations.reload(candidate)))
+      loaded = candidate
     },
     close: async () => {
       listener.stopAccepting()
       listener.closeAll()
-      await Effect.runPromise(closeGeneration(current))
       await Effect.runPromise(Scope.close(scope, Exit.void))
       rmSync(dir, { recursive: true, force: true })
     }

@@ -7,9 +7,9 @@ import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { initAdmin } from "../../src/identity/local/admin.js"
 import { baseLayer } from "../../src/runtime/base.js"
-import { buildGeneration, closeGeneration } from "../../src/runtime/generation.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
-import { adminRoute, makeListener } from "../../src/runtime/listener.js"
+import { acquireGenerations } from "../../src/runtime/generations.js"
+import { adminRoute, type Listener, makeListener, publicRoute } from "../../src/runtime/listener.js"
 import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
 import { freePort } from "./gateway-process.js"
 import { quietly, showLogs } from "./logs.js"
@@ -102,24 +102,29 @@ const build = (options: OAuthGatewayOptions) =>
       resetMfa: false,
       password: Redacted.make(ADMIN_PASSWORD)
     }).pipe(Effect.provide(base))
+    const listeners: Array<Listener> = []
     // Not inside acquireRelease: its acquire is uninterruptible, and the generation's workers forked there
     // would inherit that and never stop when the scope closes.
-    const generation = yield* buildGeneration(1, loaded, base)
-    yield* Effect.addFinalizer(() => closeGeneration(generation))
-    const listener = yield* Effect.acquireRelease(makeListener("127.0.0.1", port), (listener) =>
-      Effect.sync(() => {
-        listener.stopAccepting()
-        listener.closeAll()
-      })
-    )
-    listener.activate(generation)
-    const admin = yield* Effect.acquireRelease(makeListener("127.0.0.1", adminPort, adminRoute), (listener) =>
-      Effect.sync(() => {
-        listener.stopAccepting()
-        listener.closeAll()
-      })
-    )
-    admin.activate(generation)
+    const generations = yield* acquireGenerations({
+      base,
+      first: loaded,
+      activate: (generation) => {
+        for (const listener of listeners) listener.activate(generation)
+      }
+    })
+    for (const [listenPort, route] of [
+      [port, publicRoute],
+      [adminPort, adminRoute]
+    ] as const) {
+      const listener = yield* Effect.acquireRelease(makeListener("127.0.0.1", listenPort, route), (each) =>
+        Effect.sync(() => {
+          each.stopAccepting()
+          each.closeAll()
+        })
+      )
+      listener.activate(generations.current())
+      listeners.push(listener)
+    }
     const gateway: OAuthGateway = {
       baseUrl: origin,
       adminUrl,

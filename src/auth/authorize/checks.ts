@@ -1,5 +1,6 @@
 import { Either } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
+import type { ErrorCode } from "../../http/error-codes.js"
 import { redirectUriMatches } from "../redirect-uri.js"
 import { grantScope } from "../scopes.js"
 import { AuthorizePageError, AuthorizeRedirectError } from "./errors.js"
@@ -69,7 +70,7 @@ type Check = (
   supportedScopes: ReadonlyArray<string>
 ) => Either.Either<Draft, AuthorizeRedirectError>
 
-const invalid = (description: string, error = "invalid_request") =>
+const invalid = (description: string, error: ErrorCode = "invalid_request") =>
   Either.left(new AuthorizeRedirectError({ error, description }))
 
 const optional = (params: OAuthParams, name: string) => {

@@ -1,12 +1,13 @@
 import { Effect } from "effect"
 import { HttpError } from "../../http/error-body.js"
+import type { ErrorCode } from "../../http/error-codes.js"
 import { describeProblem, type OAuthParams } from "../authorize/params.js"
 
 /**
  * Token endpoint errors in RFC 6749 §5.2 form. The gateway's one error body already is that shape
  * (docs/errors.md) and is sent with `Cache-Control: no-store`.
  */
-export const tokenError = (error: string, description: string, status = 400) =>
+export const tokenError = (error: ErrorCode, description: string, status = 400) =>
   new HttpError({
     status,
     code: error,

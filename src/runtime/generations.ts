@@ -1,0 +1,99 @@
+import type { Context } from "effect"
+import { Duration, Effect, FiberSet, type Scope } from "effect"
+import type { LoadedConfig } from "../config/service.js"
+import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./generation.js"
+import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
+
+/**
+ * The generations of one process (design: "a generation is the scoped set of runtime resources built
+ * from one validated config"): the first one, the reloads that replace it and the drain of those they
+ * replace, and shutdown. The supervisor and the tests' in-process gateways use this one service, so the
+ * reload and drain rules are written once (spec Versioning 7-9):
+ *
+ * - `reload` builds a candidate beside the current one; if the build fails the current one keeps
+ *   serving; if it succeeds, new requests go to it (`activate`) and the old one drains for its own
+ *   `drain_timeout`, then closes (its requests still running are cancelled);
+ * - `shutdown` drains every live generation for `drain` (or until `skip` completes), then closes them;
+ * - closing the scope `acquire` ran in closes every generation still live — also when something after
+ *   the first build failed (the listener could not bind).
+ */
+export interface Generations {
+  readonly current: () => Generation
+  /** Reloads are serialized; the candidate when it serves, a failure (old one serving) otherwise. */
+  readonly reload: (loaded: LoadedConfig) => Effect.Effect<Generation, unknown>
+  /** How many requests were still running and got cancelled. */
+  readonly shutdown: (drain: Duration.DurationInput, skip?: Effect.Effect<unknown>) => Effect.Effect<number>
+  /** Requests in flight across every live generation. */
+  readonly inFlight: () => number
+}
+
+export interface GenerationsOptions {
+  readonly base: Context.Context<BaseServices>
+  readonly first: LoadedConfig
+  /** Told of every generation that starts serving (the listeners route to it). */
+  readonly activate: (generation: Generation) => void
+  readonly extraRoutes?: ExtraRoutes
+  readonly overrides?: GenerationOverrides
+}
+
+export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<Generations, unknown, Scope.Scope> =>
+  Effect.gen(function* () {
+    const first = yield* buildGeneration(
+      1,
+      options.first,
+      options.base,
+      options.extraRoutes,
+      undefined,
+      options.overrides
+    )
+    const live = new Set<Generation>([first])
+    const state = { current: first, next: 2 }
+    const retiring = yield* FiberSet.make()
+    const lock = yield* Effect.makeSemaphore(1)
+    /** Closes one generation; how many of its requests were cancelled. */
+    const close = (generation: Generation) =>
+      closeGeneration(generation).pipe(
+        Effect.tap(() => Effect.sync(() => live.delete(generation))),
+        Effect.tap(() => Effect.logInfo("generation closed").pipe(Effect.annotateLogs("generation", generation.id)))
+      )
+    yield* Effect.addFinalizer(() => Effect.forEach([...live], close, { concurrency: "unbounded", discard: true }))
+    options.activate(first)
+
+    const retire = (old: Generation) => waitIdle(old, old.loaded.config.drain_timeout).pipe(Effect.zipRight(close(old)))
+
+    const reload = (loaded: LoadedConfig) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          const id = state.next++
+          const candidate = yield* buildGeneration(
+            id,
+            loaded,
+            options.base,
+            options.extraRoutes,
+            state.current.catalogs(),
+            options.overrides
+          )
+          const old = state.current
+          state.current = candidate
+          live.add(candidate)
+          options.activate(candidate)
+          yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
+          yield* FiberSet.run(retiring, retire(old))
+          return candidate
+        })
+      )
+
+    const inFlight = () => [...live].reduce((sum, generation) => sum + generation.requests.size, 0)
+
+    const shutdown = (drain: Duration.DurationInput, skip: Effect.Effect<unknown> = Effect.never) =>
+      Effect.gen(function* () {
+        yield* FiberSet.clear(retiring)
+        yield* Effect.forEach(live, (generation) => waitIdle(generation, Duration.decode(drain)), {
+          concurrency: "unbounded"
+        }).pipe(Effect.raceFirst(skip))
+        const counts = yield* Effect.forEach([...live], close, { concurrency: "unbounded" })
+        return counts.reduce((sum, count) => sum + count, 0)
+      })
+
+    return { current: () => state.current, reload, shutdown, inFlight }
+  })
