@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
-import type { Caller } from "../auth/caller.js"
+import type { Caller } from "../bearer/caller.js"
 import type { UserRow } from "../store/users.js"
 import { version } from "../version.js"
 import {

@@ -1,5 +1,5 @@
 import { Clock, Effect, Layer, Redacted } from "effect"
-import { BearerVerifier } from "../auth/bearer.js"
+import { BearerVerifier } from "../bearer/verifier.js"
 import { Config } from "../config/service.js"
 import { AccessState } from "../policy/access-state.js"
 import { effectiveScopes } from "../policy/view.js"

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
-import { Backends } from "../mcp/backends.js"
+import { Backends } from "../mcp/upstream/backends.js"
 import { AccessState } from "../policy/access-state.js"
 import { explainAccess } from "../policy/explain.js"
 import type { PolicyRefused, RefusalCode } from "../policy/refusal.js"
@@ -29,6 +29,16 @@ const statusOf: Record<RefusalCode, ApiStatus> = {
 const answerRefusal = (refused: PolicyRefused) => apiError(statusOf[refused.code], refused.code, refused.description)
 
 const DEFAULT_PAGE = 500
+
+/** A group body naming `groups`: groups do not nest (spec: `source_groups` "cannot be combined with `groups`"). */
+const refuseNestedGroups = (body: Record<string, unknown>) =>
+  "groups" in body
+    ? apiError(
+        400,
+        "invalid_request",
+        "groups: groups do not nest; map organization groups onto a permission group with source_groups."
+      )
+    : Effect.void
 
 const actorOf = Effect.map(AdminCaller, (admin): Actor => ({ userId: admin.userId, kind: admin.kind }))
 
@@ -120,13 +130,7 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
             return yield* apiError(404, "not_found", `No identity "${path.id}".`)
           }
           const { revision, body } = yield* writeInput(request)
-          if ("groups" in body) {
-            return yield* apiError(
-              400,
-              "invalid_request",
-              "groups: groups do not nest; map organization groups onto a permission group with source_groups."
-            )
-          }
+          yield* refuseNestedGroups(body)
           const update = yield* decodeBody(GroupIdentityBody, body)
           yield* writes
             .updateGroup(actor, path.id, revision, {
@@ -159,13 +163,7 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
             return yield* apiError(404, "not_found", `No group "${path.id}".`)
           }
           const { revision, body } = yield* writeInput(request)
-          if ("groups" in body) {
-            return yield* apiError(
-              400,
-              "invalid_request",
-              "groups: groups do not nest; map organization groups onto a permission group with source_groups."
-            )
-          }
+          yield* refuseNestedGroups(body)
           const update = yield* decodeBody(GroupUpdateBody, body)
           yield* writes
             .updateGroup(actor, path.id, revision, {

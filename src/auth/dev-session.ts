@@ -1,5 +1,5 @@
 import { Effect, Layer, Option } from "effect"
-import { type Caller, SessionGuard, SessionRejected } from "./caller.js"
+import { type Caller, SessionGuard, SessionRejected } from "../bearer/caller.js"
 
 /**
  * DEVELOPMENT ONLY (`gateway serve --dev`, i.e. `npm start`): accepts the short-lived tokens that

@@ -1,8 +1,8 @@
 import { Clock, Effect, Layer, Option } from "effect"
+import { type Caller, SessionGuard, SessionRejected } from "../bearer/caller.js"
 import { type CachedSession, SessionCache } from "../store/session-cache.js"
 import { SessionRepo } from "../store/sessions.js"
 import { UserRepo } from "../store/users.js"
-import { type Caller, SessionGuard, SessionRejected } from "./caller.js"
 
 /**
  * The per-request check behind every /mcp call in builtin mode (spec MCP entry 4): the token's stored

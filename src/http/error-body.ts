@@ -37,7 +37,7 @@ export const errorHeaders = (error: HttpError): Readonly<Record<string, string>>
 
 /**
  * The Effect pipeline's error answer. The `POST /mcp` handler writes the same body and headers
- * (src/mcp/reply.ts) with `errorBodyText` and `errorHeaders`.
+ * (src/mcp/edge/reply.ts) with `errorBodyText` and `errorHeaders`.
  */
 export const errorResponse = (error: HttpError, requestId?: string): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.text(errorBodyText(error, requestId), {

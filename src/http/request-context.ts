@@ -5,7 +5,7 @@ import { HttpError } from "./error-body.js"
 
 /**
  * What every request shares, whichever pipeline serves it — the Effect router's middleware
- * (src/http/middleware.ts) or the plain `POST /mcp` handler (src/mcp/post.ts): its id, why it was cut
+ * (src/http/middleware.ts) or the plain `POST /mcp` handler (src/mcp/edge/post.ts): its id, why it was cut
  * off, how its error body is written and how its access line is logged. Written once, here.
  */
 
@@ -40,8 +40,13 @@ export const notFoundError = new HttpError({
   description: "No such path on this gateway."
 })
 
-/** Access lines are `debug` (and built only when debug is on); 5xx answers are always logged, as `error`. */
-export const accessLogLevel = (status: number): LogLevel.LogLevel => (status >= 500 ? LogLevel.Error : LogLevel.Debug)
+/**
+ * Access lines are `debug` (and built only when debug is on). 5xx answers are always logged: `warn` for
+ * 503, which the gateway gives on purpose (not ready, reloading, an issuer's keys not loaded yet), and
+ * `error` for the others, which are failures.
+ */
+export const accessLogLevel = (status: number): LogLevel.LogLevel =>
+  status === 503 ? LogLevel.Warning : status >= 500 ? LogLevel.Error : LogLevel.Debug
 
 export const shouldLogAccess = (debug: boolean, status: number): boolean => debug || status >= 500
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
-import type { Caller } from "../auth/caller.js"
+import type { Caller } from "../bearer/caller.js"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { ADMINISTRATORS_GROUP_ID, GroupRepo } from "../store/groups.js"

@@ -1,5 +1,5 @@
 import type { EffectiveAccess } from "../admin/schemas.js"
-import type { CatalogIndex } from "../mcp/catalog-index.js"
+import type { CatalogIndex } from "../mcp/catalog/index.js"
 import type { Grant, GroupSource } from "./grant.js"
 import { isOpen } from "./view.js"
 

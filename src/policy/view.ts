@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto"
 import type { Prompt } from "@modelcontextprotocol/client"
-import type { Caller } from "../auth/caller.js"
+import type { Caller } from "../bearer/caller.js"
 import type { BackendConfig } from "../config/schema.js"
-import type { Entry, ExposedTool } from "../mcp/catalog-index.js"
-import type { GatewayTool } from "../mcp/gateway-tools.js"
+import type { GatewayTool } from "../mcp/catalog/gateway-tools.js"
+import type { Entry, ExposedTool } from "../mcp/catalog/index.js"
 import type { EndpointAccess, Grant, GrantedEntry } from "./grant.js"
 
 /**

@@ -2,14 +2,14 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { FileSystem, HttpIncomingMessage, HttpMiddleware, HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Exit, Layer, Option, Runtime, Scope } from "effect"
-import { resourceMetadataRoutes } from "../auth/resource-metadata-route.js"
+import { resourceMetadataRoutes } from "../bearer/resource-metadata-route.js"
 import type { LoadedConfig } from "../config/service.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
 import { routes } from "../http/routes.js"
-import { Backends } from "../mcp/backends.js"
-import type { BackendCatalog } from "../mcp/catalog.js"
-import { McpPost } from "../mcp/post.js"
-import { mcpRoutes } from "../mcp/route.js"
+import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
+import { McpPost } from "../mcp/edge/post.js"
+import { mcpRoutes } from "../mcp/edge/route.js"
+import { Backends } from "../mcp/upstream/backends.js"
 import {
   type BaseServices,
   type GenerationOverrides,
@@ -102,7 +102,7 @@ export const buildGeneration = (
       return adminHandler
     }
     const mcpPath = new URL(loaded.config.server.public_url).pathname
-    // POST /mcp bypasses the Effect router: it is the hot path (src/mcp/post.ts).
+    // POST /mcp bypasses the Effect router: it is the hot path (src/mcp/edge/post.ts).
     const isMcpPost = (request: IncomingMessage) => {
       if (request.method !== "POST") return false
       const url = request.url ?? ""

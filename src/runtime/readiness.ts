@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import { BearerVerifier } from "../auth/bearer.js"
-import { Backends } from "../mcp/backends.js"
+import { BearerVerifier } from "../bearer/verifier.js"
+import { Backends } from "../mcp/upstream/backends.js"
 
 /** The readiness fields of the spec (Resources → Notification and archive shapes, "Readiness body"). */
 export interface ReadinessReport {

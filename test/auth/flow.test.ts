@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
-import { SessionGuard } from "../../src/auth/caller.js"
+import { SessionGuard } from "../../src/bearer/caller.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { storeKinds } from "../support/databases.js"

@@ -5,17 +5,25 @@ import { configOf } from "../fixtures/config/base.js"
 // Spec Versioning 7: restart required for server.listen, server.public_url, all auth, client_authorization and
 // admin fields; reloadable: allowed origins, request/drain parameters, backends. Storage and log_level are static too.
 
+// One change per static field, alone: the reload that carries it is refused and names that field (the
+// spawned-process test in test/runtime/process.test.ts shows the refusal end to end).
+const oneChangeEach = [
+  ["server.listen", { server: { listen: "0.0.0.0:9090" } }],
+  ["server.public_url", { server: { public_url: "https://gw.example.com/other" } }],
+  ["storage", { storage: { type: "sqlite", path: "/var/lib/other.db" } }],
+  ["log_level", { log_level: "debug" }],
+  ["auth", { auth: { enterprise_membership_max_age: "1h" } }],
+  ["client_authorization", { client_authorization: { enabled: true, client_id: "portal" } }],
+  ["admin", { admin: { required_scopes: ["gateway:operators"] } }]
+] as const
+
 describe("staticChanges (spec Versioning 7)", () => {
-  it("lists the static fields as data", () => {
-    expect(staticFields).toEqual([
-      "server.listen",
-      "server.public_url",
-      "storage",
-      "log_level",
-      "auth",
-      "client_authorization",
-      "admin"
-    ])
+  it.each(oneChangeEach)("a reload changing %s alone is refused, naming it", (field, patch) => {
+    expect(staticChanges(configOf(), configOf(patch))).toEqual([field])
+  })
+
+  it("every static field has its case above", () => {
+    expect(oneChangeEach.map(([field]) => field).sort()).toEqual([...staticFields].sort())
   })
 
   it("finds nothing between two loads of the same file", () => {

@@ -59,6 +59,10 @@ const errorOf = (promise: Promise<unknown>) =>
     (error: Error & { code?: unknown }) => error
   )
 
+/** How many `slow` calls `backend` has received: a call is in flight once this grows. */
+const slowCalls = (backend: TestBackend) =>
+  backend.requests.filter((request) => request.body.includes('"tools/call"') && request.body.includes('"slow"')).length
+
 describe("calls through the gateway", () => {
   it("relays backend progress to the caller before the result (SSE)", async () => {
     const client = await connectClient(gateway.mcpUrl, await gateway.token())
@@ -80,10 +84,11 @@ describe("calls through the gateway", () => {
   ] as const)("a client that cancels cancels the call on a %s", async (_, id, backend) => {
     const client = await connectClient(gateway.mcpUrl, await gateway.token())
     const controller = new AbortController()
+    const received = slowCalls(backend())
     const call = errorOf(
       client.callTool({ name: `${id}__slow`, arguments: { ms: 10_000 } }, { signal: controller.signal })
     )
-    await new Promise((done) => setTimeout(done, 300))
+    await expect.poll(() => slowCalls(backend())).toBeGreaterThan(received)
     const before = backend().aborted.length
     controller.abort()
     expect(await call).toBeInstanceOf(Error)
@@ -99,6 +104,7 @@ describe("calls through the gateway", () => {
     const token = await gateway.token()
     const headers = { authorization: `Bearer ${token}` }
     const before = alpha.aborted.length
+    const received = slowCalls(alpha)
     const call = rawPost(
       gateway.mcpUrl,
       JSON.stringify({
@@ -109,7 +115,7 @@ describe("calls through the gateway", () => {
       }),
       headers
     )
-    await new Promise((done) => setTimeout(done, 300))
+    await expect.poll(() => slowCalls(alpha)).toBeGreaterThan(received)
     const cancel = await rawPost(
       gateway.mcpUrl,
       JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 77 } }),

@@ -5,7 +5,7 @@
  * the tools/list page cache never hands one caller's page to a caller who sees otherwise.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { GatewayTool } from "../../src/mcp/gateway-tools.js"
+import type { GatewayTool } from "../../src/mcp/catalog/gateway-tools.js"
 import { grantAccess } from "../support/grants.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"

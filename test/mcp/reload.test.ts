@@ -11,6 +11,7 @@ import { baseLayer } from "../../src/runtime/base.js"
 import { configOf } from "../fixtures/config/base.js"
 import { freePort, type GatewayProcess, newConfigKey, startGateway } from "../support/gateway-process.js"
 import { grantAccess } from "../support/grants.js"
+import { quietly } from "../support/logs.js"
 import { alphaTools, commonTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
@@ -179,23 +180,25 @@ ${withBeta ? `  - { id: beta, url: "${beta.url}", allow_insecure_http: true, req
  */
 const devToken = (dir: string, key: string, origin: string) =>
   Effect.runPromise(
-    Effect.scoped(
-      Effect.gen(function* () {
-        const configKey = yield* parseConfigKey(key)
-        const context = yield* Layer.build(
-          baseLayer(configOf({ storage: { type: "sqlite", path: `${dir}/gateway.db` } }), configKey)
-        )
-        const { userId } = yield* Effect.provide(
-          grantAccess([
-            { endpoint_id: "alpha", tools: ["search"] },
-            { endpoint_id: "beta", tools: ["search"] }
-          ]),
-          context
-        )
-        return yield* Context.get(context, Signer).sign(
-          { scope: "", sid: "dev:reload-test" },
-          { issuer: `${origin}/sso`, audience: `${origin}/mcp`, subject: userId, expiresInSeconds: 600 }
-        )
-      })
+    quietly(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const configKey = yield* parseConfigKey(key)
+          const context = yield* Layer.build(
+            baseLayer(configOf({ storage: { type: "sqlite", path: `${dir}/gateway.db` } }), configKey)
+          )
+          const { userId } = yield* Effect.provide(
+            grantAccess([
+              { endpoint_id: "alpha", tools: ["search"] },
+              { endpoint_id: "beta", tools: ["search"] }
+            ]),
+            context
+          )
+          return yield* Context.get(context, Signer).sign(
+            { scope: "", sid: "dev:reload-test" },
+            { issuer: `${origin}/sso`, audience: `${origin}/mcp`, subject: userId, expiresInSeconds: 600 }
+          )
+        })
+      )
     )
   )

@@ -43,6 +43,16 @@ const start = async (knobs: Knobs = {}) => {
 
 const slow = (base: string, ms: number) => fetch(`${base}/__test/slow?ms=${ms}`)
 
+/** Starts a slow request and waits until the gateway logs it in flight; `response` settles later. */
+const slowInFlight = async (process: GatewayProcess, ms: number) => {
+  const from = process.stderr().length
+  const response = slow(process.baseUrl, ms)
+  // Settled by the test; kept from rejecting unobserved while the log is awaited.
+  response.catch(() => {})
+  await process.waitForLog("test slow request started", from)
+  return { response }
+}
+
 const reload = async (process: GatewayProcess, expectLog: string) => {
   const from = process.stderr().length
   process.child.kill("SIGHUP")
@@ -119,8 +129,7 @@ describe("gateway serve (spawned process)", () => {
 
   it("a slow in-flight request completes during a reload (spec: Versioning 7)", async () => {
     const { gateway, rewrite } = await start({ drainTimeout: "10s" })
-    const inFlight = slow(gateway.baseUrl, 1_500)
-    await new Promise((done) => setTimeout(done, 200))
+    const { response: inFlight } = await slowInFlight(gateway, 1_500)
     rewrite({ drainTimeout: "10s", requestTimeout: "20s" })
     await reload(gateway, '"msg":"reloaded"')
     const response = await inFlight
@@ -132,8 +141,7 @@ describe("gateway serve (spawned process)", () => {
   it("a request longer than drain_timeout is cancelled when its generation retires", async () => {
     const { gateway, rewrite } = await start({ drainTimeout: "300ms" })
     const started = Date.now()
-    const inFlight = slow(gateway.baseUrl, 10_000)
-    await new Promise((done) => setTimeout(done, 200))
+    const { response: inFlight } = await slowInFlight(gateway, 10_000)
     rewrite({ drainTimeout: "300ms", requestTimeout: "20s" })
     await reload(gateway, '"msg":"reloaded"')
     const response = await inFlight
@@ -161,8 +169,7 @@ describe("gateway serve (spawned process)", () => {
 
   it("SIGTERM lets an in-flight request finish, refuses new connections, and exits 0 (spec: Versioning 9)", async () => {
     const { gateway } = await start({ drainTimeout: "10s" })
-    const inFlight = slow(gateway.baseUrl, 1_000)
-    await new Promise((done) => setTimeout(done, 200))
+    const { response: inFlight } = await slowInFlight(gateway, 1_000)
     gateway.child.kill("SIGTERM")
     await gateway.waitForLog('"msg":"shutting down"')
     await expect(fetch(`${gateway.baseUrl}/healthz`)).rejects.toThrow()
@@ -174,11 +181,10 @@ describe("gateway serve (spawned process)", () => {
   it("SIGINT cancels a request longer than drain_timeout and still exits 0", async () => {
     const { gateway } = await start({ drainTimeout: "300ms" })
     const started = Date.now()
-    const inFlight = slow(gateway.baseUrl, 10_000).then(
+    const inFlight = (await slowInFlight(gateway, 10_000)).response.then(
       (response) => response.status,
       () => "closed"
     )
-    await new Promise((done) => setTimeout(done, 200))
     gateway.child.kill("SIGINT")
     expect(await gateway.exited).toBe(0)
     expect([503, "closed"]).toContain(await inFlight)

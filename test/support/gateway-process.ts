@@ -154,15 +154,24 @@ export const startGateway = async (options: {
   return gateway
 }
 
-/** A port that was free a moment ago (the listener's address is static config, so tests pick one). */
+/**
+ * A port for a listener a test configures (`server.listen` is static configuration, so the test must
+ * name it before the gateway binds). Picked at random below the kernel's ephemeral range (32768+ on
+ * Linux) and checked free: a port the kernel hands out itself (`listen(0)`) could be handed again to any
+ * outgoing connection — a backend call, a database client — before the gateway binds it. In-process
+ * gateways avoid the question: they bind port 0 first and read the port back (test/support/mcp-gateway.ts).
+ */
 export const freePort = async (): Promise<number> => {
   const { createServer } = await import("node:net")
-  return new Promise((done) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => done(port))
+  const tryPort = (port: number) =>
+    new Promise<boolean>((done) => {
+      const server = createServer()
+      server.once("error", () => done(false))
+      server.listen(port, "127.0.0.1", () => server.close(() => done(true)))
     })
-  })
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if (await tryPort(port)) return port
+  }
+  throw new Error("no free port found between 20000 and 32000")
 }

@@ -2,20 +2,19 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Either, Exit, Layer, Scope } from "effect"
+import { type Clock, Context, Effect, Either, Exit, Layer, Scope } from "effect"
 import { stringify } from "yaml"
-import { SessionGuard } from "../../src/auth/caller.js"
-import { ExternalJwksTiming, type ExternalJwksTimingShape } from "../../src/auth/external-jwks.js"
+import { SessionGuard } from "../../src/bearer/caller.js"
+import { ExternalJwksTiming, type ExternalJwksTimingShape } from "../../src/bearer/external-jwks.js"
 import { parseConfig } from "../../src/config/load.js"
 import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
-import { type GatewayTool, GatewayTools } from "../../src/mcp/gateway-tools.js"
+import { type GatewayTool, GatewayTools } from "../../src/mcp/catalog/gateway-tools.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
 import { makeListener } from "../../src/runtime/listener.js"
-import { freePort } from "./gateway-process.js"
 import { quietly } from "./logs.js"
 import { permitAllAccess } from "./permit-policy.js"
 import { mintAccessToken, type TokenOptions, testSessionGuard } from "./tokens.js"
@@ -57,14 +56,18 @@ export interface TestGatewayOptions {
    * tests of the data plane, or `"store"`, the real one, for tests of the policy itself.
    */
   readonly policy?: "permit" | "store"
-  /** Gateway-provided tools to register in every generation (src/mcp/gateway-tools.ts). */
+  /** Gateway-provided tools to register in every generation (src/mcp/catalog/gateway-tools.ts). */
   readonly gatewayTools?: ReadonlyArray<GatewayTool>
   /** `false`: every request takes the MCP SDK's path (to compare the two paths' answers). */
   readonly directPath?: boolean
+  /** The generations' clock (test/support/shifted-clock.ts); the live one by default. */
+  readonly clock?: Clock.Clock
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
-  const port = await freePort()
+  // Bound first, on a port the kernel picks: nothing can take it between choosing and binding.
+  const listener = await Effect.runPromise(makeListener("127.0.0.1", 0))
+  const port = listener.port
   const dir = mkdtempSync(join(tmpdir(), "gateway-mcp-"))
   const origin = `http://127.0.0.1:${port}`
   const document = (patch: Record<string, unknown>) => ({
@@ -92,16 +95,27 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     timing,
     options.policy === "store" ? Layer.empty : permitAllAccess
   )
-  const base = await Effect.runPromise(quietly(Layer.buildWithScope(baseLayers, scope)))
-  const signer = Context.get(base, Signer)
   const overrides = {
     ...(options.gatewayTools === undefined ? {} : { gatewayTools: Layer.succeed(GatewayTools, options.gatewayTools) }),
     ...(options.directPath === undefined ? {} : { directPath: options.directPath })
   }
-  const listener = await Effect.runPromise(makeListener("127.0.0.1", port))
-  const generations = await Effect.runPromise(
-    quietly(Scope.extend(acquireGenerations({ base, first: loaded, activate: listener.activate, overrides }), scope))
-  )
+  const started = Effect.gen(function* () {
+    const base = yield* Layer.buildWithScope(baseLayers, scope)
+    const generations = yield* Scope.extend(
+      acquireGenerations({ base, first: loaded, activate: listener.activate, overrides }),
+      scope
+    ).pipe(options.clock === undefined ? (effect) => effect : Effect.withClock(options.clock))
+    return { base, generations }
+  })
+  const { base, generations } = await Effect.runPromise(quietly(started)).catch(async (error: unknown) => {
+    // A gateway that did not start releases what it had: the listener, the store, the directory.
+    listener.stopAccepting()
+    listener.closeAll()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  })
+  const signer = Context.get(base, Signer)
   return {
     port,
     baseUrl: origin,

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto"
-import { base32Decode } from "../../src/identity/local/base32.js"
-import { totpAt } from "../../src/identity/local/totp.js"
+import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
 import { ADMIN_PASSWORD } from "./oauth-gateway.js"
 
 /**

@@ -140,4 +140,4 @@ const build = (options: OAuthGatewayOptions) =>
 export const inGateway =
   (gateway: OAuthGateway) =>
   <A, E>(effect: Effect.Effect<A, E, BaseServices>): Effect.Effect<A, E> =>
-    Effect.provide(effect, gateway.base)
+    quietly(Effect.provide(effect, gateway.base))

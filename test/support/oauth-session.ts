@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Effect } from "effect"
 import * as jose from "jose"
-import { type Caller, SessionGuard } from "../../src/auth/caller.js"
+import { type Caller, SessionGuard } from "../../src/bearer/caller.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { UserRepo } from "../../src/store/users.js"

@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import type { Caller } from "../../src/auth/caller.js"
+import type { Caller } from "../../src/bearer/caller.js"
 import type { BackendConfig } from "../../src/config/schema.js"
 import { AccessState } from "../../src/policy/access-state.js"
 import type { EndpointAccess, Grant, GrantedEntry } from "../../src/policy/grant.js"

@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { type Caller, SessionGuard, SessionRejected } from "../../src/auth/caller.js"
+import { type Caller, SessionGuard, SessionRejected } from "../../src/bearer/caller.js"
 import type { GatewayConfig } from "../../src/config/schema.js"
 import type { Signer } from "../../src/crypto/signer.js"
 

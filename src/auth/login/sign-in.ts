@@ -1,7 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { base32Encode } from "../../identity/local/base32.js"
-import { otpauthUri } from "../../identity/local/totp.js"
+import { base32Encode, otpauthUri } from "../../identity/local/totp.js"
 import { currentSignIn } from "../browser-session.js"
 import { browserBinding, setBrowserCookie } from "../cookies.js"
 import { seeOther } from "../pages/html.js"

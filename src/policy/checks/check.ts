@@ -1,4 +1,4 @@
-import type { ExposedTool } from "../../mcp/catalog-index.js"
+import type { ExposedTool } from "../../mcp/catalog/index.js"
 import type { GrantedEntry } from "../grant.js"
 import type { View } from "../view.js"
 

@@ -1,0 +1,148 @@
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import * as jose from "jose"
+import { Config } from "../config/service.js"
+import { Signer } from "../crypto/signer.js"
+import { HttpError } from "../http/error-body.js"
+import { type Caller, SessionGuard } from "./caller.js"
+import { invalidToken, missingToken } from "./challenges.js"
+import { makeExternalKeys, VerifierNotReady } from "./external-jwks.js"
+import { metadataUrl } from "./resource-metadata.js"
+import { callerFromClaims } from "./token-claims.js"
+import { VerifiedTokens } from "./verified-tokens.js"
+
+/**
+ * Verifies the bearer token of an /mcp request (spec: Authentication → MCP entry). Issuer, audience
+ * (= `server.public_url`), expiry and the algorithm allow-list are always checked. In `builtin` mode the
+ * token must also belong to a live stored session (SessionGuard); without a SessionGuard in the context
+ * every builtin token is refused, so a build without the session store denies instead of trusting JWTs alone.
+ */
+export class BearerVerifier extends Context.Tag("gateway/BearerVerifier")<
+  BearerVerifier,
+  {
+    /** Verifies a token for /mcp (audience `server.public_url`). */
+    readonly verify: (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
+    /**
+     * A verifier for another resource of this gateway (the Management API): the same checks with
+     * `audience`, challenges naming `resourceMetadata`, and its own cache of verified tokens.
+     */
+    readonly forResource: (
+      audience: string,
+      resourceMetadata: string
+    ) => (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
+    readonly ready: Effect.Effect<boolean>
+  }
+>() {}
+
+/** RFC 6750 §2.1: `Bearer <token>`, scheme case-insensitive; the only accepted bearer method. */
+export const bearerToken = (authorization: string | undefined): string | undefined => {
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? "")
+  return match?.[1]
+}
+
+// External issuers run on other clocks; a few seconds of skew must not reject fresh tokens.
+const externalClockTolerance = Duration.seconds(5)
+
+export const BearerVerifierLive = Layer.scoped(
+  BearerVerifier,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const signer = yield* Signer
+    const issuer = config.auth.issuer
+    // Looked up once per generation, not per request: the SessionGuard is a process-wide service.
+    const guard = yield* Effect.serviceOption(SessionGuard)
+    const external = config.auth.mode === "external" ? config.auth.external : undefined
+    const keys = external === undefined ? undefined : yield* makeExternalKeys(external)
+
+    const make = (audience: string, challengeUrl: string) => {
+      const rejected = (description: string) => invalidToken(challengeUrl, description)
+      const noSessionStore = rejected("No session store is available to check this token.")
+      const sessionEnded = rejected("The token's session is no longer valid.")
+      const verified = new VerifiedTokens(10_000)
+      const builtin = (token: string) =>
+        Effect.gen(function* () {
+          const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+          let caller = verified.get(token, now)
+          if (caller === undefined) {
+            const payload = yield* signer
+              .verify(token, { issuer, audience })
+              .pipe(Effect.mapError((error) => rejected(describe(error.code))))
+            caller = callerFromClaims(payload)
+            verified.set(token, caller)
+          }
+          if (Option.isNone(guard)) return yield* noSessionStore
+          yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
+          return caller
+        })
+
+      const withBearer =
+        (verifyToken: (token: string) => Effect.Effect<Caller, HttpError>) => (authorization: string | undefined) => {
+          if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
+          const token = bearerToken(authorization)
+          if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
+          return verifyToken(token)
+        }
+
+      if (external === undefined || keys === undefined) return withBearer(builtin)
+      const options = {
+        issuer,
+        audience,
+        algorithms: [...external.algorithms],
+        requiredClaims: ["exp", "sub"],
+        clockTolerance: Duration.toSeconds(externalClockTolerance)
+      }
+      // No SessionGuard: an external issuer's tokens have no stored session here (spec MCP entry 7).
+      const verifyExternal = (token: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.tryPromise({
+            try: () => jose.jwtVerify(token, keys.getKey, { ...options, currentDate: new Date(now) }),
+            catch: (error) =>
+              error instanceof VerifierNotReady
+                ? verifierUnavailable
+                : rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
+          })
+        ).pipe(Effect.map(({ payload }) => callerFromClaims(payload)))
+      return withBearer(verifyExternal)
+    }
+
+    const resources = new Map<string, (authorization: string | undefined) => Effect.Effect<Caller, HttpError>>()
+    return {
+      verify: make(config.server.public_url, metadataUrl(config.server.public_url)),
+      forResource: (audience, resourceMetadata) => {
+        let verifier = resources.get(audience)
+        if (verifier === undefined) {
+          verifier = make(audience, resourceMetadata)
+          resources.set(audience, verifier)
+        }
+        return verifier
+      },
+      ready: keys === undefined ? signer.ready : keys.loaded
+    }
+  })
+)
+
+/**
+ * External mode before the issuer's key set could be loaded: the token may be fine, so it is not
+ * refused as invalid (the client would throw it away); the client should retry shortly.
+ */
+const verifierUnavailable = new HttpError({
+  status: 503,
+  code: "verifier_unavailable",
+  description: "The token issuer's signing keys are not loaded yet; try again shortly.",
+  headers: { "retry-after": "5" }
+})
+
+// Safe, fixed texts: jose's messages can quote claim values, which are attacker-chosen.
+const describe = (code: string): string => {
+  switch (code) {
+    case "ERR_JWT_EXPIRED":
+      return "The token has expired."
+    case "ERR_JWT_CLAIM_VALIDATION_FAILED":
+      return "The token's issuer, audience or claims are not accepted here."
+    case "ERR_JOSE_ALG_NOT_ALLOWED":
+      return "The token's signing algorithm is not accepted."
+    case "ERR_JWKS_NO_MATCHING_KEY":
+      return "The token's signing key is not known."
+    default:
+      return "The token could not be verified."
+  }
+}

@@ -1,0 +1,53 @@
+import type { GatewayConfig } from "../config/schema.js"
+import { HttpError } from "./error-body.js"
+
+export const originRefused = new HttpError({
+  status: 403,
+  code: "origin_not_allowed",
+  description: "Requests from this Origin are not accepted (allowed_origins)."
+})
+
+/**
+ * Origin rules of /mcp (DNS-rebinding protection and CORS). A request without `Origin` is not from a
+ * browser and passes; a browser request passes when its origin is the public URL's own origin or one
+ * of `allowed_origins`, compared exactly. `*` is never answered.
+ */
+export const originPolicy = (config: GatewayConfig): ((origin: string | undefined) => boolean) => {
+  const own = new URL(config.server.public_url).origin
+  const allowed = new Set(config.allowed_origins)
+  return (origin) => origin === undefined || origin === own || allowed.has(origin)
+}
+
+export const originAllowed = (origin: string | undefined, config: GatewayConfig): boolean =>
+  originPolicy(config)(origin)
+
+/** Headers a cross-origin script may read: the challenge and the id to quote in a support request. */
+const exposed = "WWW-Authenticate, X-Request-Id, Mcp-Protocol-Version"
+
+/** Response headers for an allowed browser origin; none for non-browser requests. */
+export const corsHeaders = (origin: string | undefined): Readonly<Record<string, string>> =>
+  origin === undefined
+    ? {}
+    : { "access-control-allow-origin": origin, "access-control-expose-headers": exposed, vary: "Origin" }
+
+/** The request headers the endpoint implements (MCP, auth, W3C trace context) plus declared `Mcp-Param-*` ones. */
+export const allowedRequestHeaders = (paramHeaders: ReadonlyArray<string>): string =>
+  [
+    "Authorization",
+    "Content-Type",
+    "Accept",
+    "Mcp-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "traceparent",
+    "tracestate",
+    ...paramHeaders
+  ].join(", ")
+
+export const preflightHeaders = (origin: string, paramHeaders: ReadonlyArray<string>) => ({
+  "access-control-allow-origin": origin,
+  "access-control-allow-methods": "POST",
+  "access-control-allow-headers": allowedRequestHeaders(paramHeaders),
+  "access-control-max-age": "600",
+  vary: "Origin"
+})

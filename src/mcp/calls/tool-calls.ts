@@ -1,0 +1,272 @@
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
+import { Context, Duration, Effect, Exit, Layer, Runtime } from "effect"
+import { EventLimiter, securityEvent } from "../../events/security-log.js"
+import { isRecord } from "../../json.js"
+import type { CallDecision } from "../../policy/decide.js"
+import { PolicyEngine } from "../../policy/engine.js"
+import type { View } from "../../policy/view.js"
+import { withoutReservedMeta } from "../catalog/backend-catalog.js"
+import type { ExposedTool } from "../catalog/index.js"
+import { exposeContentUris } from "../catalog/naming.js"
+import { Backends } from "../upstream/backends.js"
+import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
+import {
+  backendFailed,
+  backendTimedOut,
+  backendUnavailable,
+  forward,
+  inputNotRelayed,
+  requestTimeoutCode
+} from "../upstream/forward.js"
+import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
+
+/** One `tools/call` of one caller, whichever way it reached the gateway. */
+export interface ToolCallRequest {
+  /** The caller's view for this request (src/policy/view.ts). */
+  readonly view: View
+  /** The exposed name (`<backend>__<tool>`). */
+  readonly name: string
+  readonly arguments: Record<string, unknown> | undefined
+  /** The caller's JSON-RPC id: a `notifications/cancelled` names it. */
+  readonly requestId: string | number
+  /** The request's cancellation: disconnect, request_timeout, generation closing. */
+  readonly signal: AbortSignal
+  /** Absolute deadline (ms since epoch) for the backend's answer. */
+  readonly deadline: number
+  /** Progress the backend reports, when the caller asked for it. */
+  readonly onProgress?: (progress: Record<string, unknown>) => void
+}
+
+export type ToolCallOutcome =
+  /** The backend's result: reserved `_meta` removed, resource URIs exposed; the protocol layer stamps its own. */
+  | { readonly _tag: "Result"; readonly result: Record<string, unknown> }
+  | { readonly _tag: "Error"; readonly error: JsonRpcErrorObject }
+  /** The request itself was cancelled: nobody is left to answer. */
+  | { readonly _tag: "Cancelled" }
+
+/**
+ * The one owner of `tools/call` (docs/mcp.md, "How a request travels"): resolve the exposed name,
+ * **decide** (the PolicyEngine's pipeline of named checks), execute over the backend, and tell the
+ * caller. Both of /mcp's paths — the gateway's direct answer and the MCP SDK's handler — go through
+ * it, so every call rule holds on both. A call the policy stops allowing while it runs is cancelled.
+ */
+export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
+  ToolCalls,
+  {
+    readonly call: (request: ToolCallRequest) => Promise<ToolCallOutcome>
+    /** Backend calls in flight on either path, so a `notifications/cancelled` finds the one it names. */
+    readonly inFlight: InFlightCalls
+  }
+>() {}
+
+const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Error", error: { code, message } })
+
+/** The same answer as for a tool that does not exist: unpublished, invisible and denied tools are not revealed. */
+export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`)
+
+/** Until write approvals exist, a write that needs one is refused and never reaches the backend. */
+export const approvalUnavailable = error(
+  ProtocolErrorCode.InvalidRequest,
+  "This write needs per-operation approval, which this gateway does not provide yet; it was not executed."
+)
+
+const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdrawn().message)
+
+/**
+ * A CallToolResult as the caller may get it, "input" for a multi-round-trip request (not relayed), or
+ * undefined when it is not a CallToolResult at all.
+ */
+const callResult = (
+  result: Record<string, unknown>,
+  backendId: string
+): Record<string, unknown> | "input" | undefined => {
+  const { content, isError, structuredContent, resultType } = result
+  if (resultType !== undefined && resultType !== "complete")
+    return resultType === "input_required" ? "input" : undefined
+  const blocks =
+    content === undefined ||
+    (Array.isArray(content) && content.every((block) => isRecord(block) && typeof block["type"] === "string"))
+  if (!blocks || (isError !== undefined && typeof isError !== "boolean")) return undefined
+  if (structuredContent !== undefined && !isRecord(structuredContent)) return undefined
+  const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
+  return { ...rest, content: exposeContentUris(backendId, content ?? []) }
+}
+
+/** Deeper arguments are refused: no tool needs them, and serializing them again could exhaust the stack. */
+export const MAX_ARGUMENT_DEPTH = 64
+
+/** True when `value` nests objects or arrays more than `limit` levels deep (iterative: no recursion). */
+const nestsDeeperThan = (value: unknown, limit: number): boolean => {
+  if (value === null || typeof value !== "object") return false
+  const pending: Array<{ readonly node: object; readonly depth: number }> = [{ node: value, depth: 1 }]
+  while (pending.length > 0) {
+    const { node, depth } = pending.pop()!
+    if (depth > limit) return true
+    // Only containers are queued: a large flat array of values costs one pass, no allocation per value.
+    const queue = (child: unknown) => {
+      if (child !== null && typeof child === "object") pending.push({ node: child, depth: depth + 1 })
+    }
+    if (Array.isArray(node)) for (let at = 0; at < node.length; at++) queue(node[at])
+    else for (const key in node) queue((node as Record<string, unknown>)[key])
+  }
+  return false
+}
+
+const errorOf = (from: JsonRpcErrorObject): JsonRpcErrorObject =>
+  from.data === undefined
+    ? { code: from.code, message: from.message }
+    : { code: from.code, message: from.message, data: from.data }
+
+export const ToolCallsLive = Layer.scoped(
+  ToolCalls,
+  Effect.gen(function* () {
+    const backends = yield* Backends
+    const engine = yield* PolicyEngine
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
+    const inFlight = new InFlightCalls()
+    const denials = new EventLimiter()
+
+    // A permission removed while calls run: each re-decides under the caller's new view.
+    const viewOf = (caller: View["caller"]) =>
+      Runtime.runPromiseExit(runtime)(engine.view(caller)).then((exit) =>
+        Exit.isSuccess(exit) ? exit.value : undefined
+      )
+    const unsubscribe = engine.onChange(() => {
+      void inFlight.revalidate(viewOf)
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
+
+    const logDenial = (request: ToolCallRequest, tool: ExposedTool, decision: CallDecision) => {
+      const { caller } = request.view
+      const suppressed = denials.admit(`${caller.subject}|${tool.key}`, Date.now())
+      if (suppressed === undefined) return
+      runFork(
+        securityEvent("policy.call_denied", {
+          reason: decision._tag === "Deny" ? decision.reason : "approval_required",
+          subject: caller.subject,
+          client_id: caller.clientId ?? null,
+          backend: backends.slots[tool.backend]?.config.id,
+          tool: tool.original,
+          ...(suppressed > 0 ? { suppressed } : {})
+        })
+      )
+    }
+
+    /** Whether the call may go on after a policy change: the same decision, under the new view. */
+    const stillAllowed = (tool: ExposedTool, args: Record<string, unknown> | undefined) => (view: View) =>
+      engine.decide(view, tool, args)._tag === "Allow"
+
+    /** Over the channel: the common case. */
+    const viaChannel = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+      const slot = backends.slots[tool.backend]!
+      const backendId = slot.config.id
+      const channel = slot.channel
+      if (channel === undefined) return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
+      const callTimeout = Duration.toMillis(slot.config.timeouts.call)
+      const params =
+        request.arguments === undefined
+          ? { name: tool.original }
+          : { name: tool.original, arguments: request.arguments }
+      const { onProgress } = request
+      const send = (over: BackendChannel) =>
+        inFlight.track(
+          request.view.caller,
+          request.requestId,
+          request.signal,
+          (signal) =>
+            over.call("tools/call", params, tool.original, {
+              signal,
+              timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
+              ...(onProgress === undefined ? {} : { onProgress })
+            }),
+          stillAllowed(tool, request.arguments)
+        )
+      // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
+      // a new session the call is sent again, so a backend's restart costs the caller a moment, not an error.
+      const sendOnce = (over: BackendChannel) =>
+        send(over).catch(async (failure: unknown) => {
+          if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
+          backends.reportFailure(tool.backend)
+          const next = await backends.nextChannel(tool.backend, over, request.deadline, request.signal)
+          if (next === undefined) throw failure
+          return send(next)
+        })
+      try {
+        const outcome = await sendOnce(channel)
+        if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
+        const result = callResult(outcome.result, backendId)
+        if (result === "input") return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
+        if (result !== undefined) return { _tag: "Result", result }
+        backends.reportFailure(tool.backend)
+        return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+      } catch (failure) {
+        if (failure instanceof AccessWithdrawn) return withdrawnAnswer
+        if (!(failure instanceof ChannelFailure)) throw failure
+        if (failure.reason === "timeout") return error(requestTimeoutCode, backendTimedOut(backendId))
+        if (failure.reason === "failed") {
+          if (failure.probe) backends.reportFailure(tool.backend)
+          return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+        }
+        // Cancelled: by the request itself, or by the caller's `notifications/cancelled`, which leaves
+        // this request to be answered.
+        if (request.signal.aborted) return { _tag: "Cancelled" }
+        return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
+      }
+    }
+
+    /**
+     * Through the backend's MCP client: for a tool that declares `Mcp-Param-*` headers (SEP-2243), which
+     * the client builds from the tool's schema and the arguments.
+     */
+    const viaClient = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+      const slot = backends.slots[tool.backend]!
+      const target = { slot, deadline: request.deadline, reportFailure: () => backends.reportFailure(tool.backend) }
+      const params =
+        request.arguments === undefined
+          ? { name: tool.original }
+          : { name: tool.original, arguments: request.arguments }
+      try {
+        const result = await inFlight.track(
+          request.view.caller,
+          request.requestId,
+          request.signal,
+          (signal) =>
+            forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
+          stillAllowed(tool, request.arguments)
+        )
+        const exposed = callResult(result as Record<string, unknown>, slot.config.id)
+        return exposed === undefined || exposed === "input"
+          ? error(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
+          : { _tag: "Result", result: exposed }
+      } catch (failure) {
+        if (failure instanceof AccessWithdrawn) return withdrawnAnswer
+        if (request.signal.aborted) return { _tag: "Cancelled" }
+        if (failure instanceof ProtocolError) {
+          const data = (failure as { data?: unknown }).data
+          return { _tag: "Error", error: errorOf({ code: failure.code, message: failure.message, data }) }
+        }
+        return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
+      }
+    }
+
+    return {
+      inFlight,
+      call: (request) => {
+        const tool = backends.index().toolByName.get(request.name)
+        if (tool === undefined) return Promise.resolve(unknownTool(request.name))
+        const decision = engine.decide(request.view, tool, request.arguments)
+        if (decision._tag !== "Allow") {
+          logDenial(request, tool, decision)
+          return Promise.resolve(decision._tag === "Deny" ? unknownTool(request.name) : approvalUnavailable)
+        }
+        if (nestsDeeperThan(request.arguments, MAX_ARGUMENT_DEPTH)) {
+          const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`
+          return Promise.resolve(error(ProtocolErrorCode.InvalidParams, message))
+        }
+        if (tool.gateway !== undefined) return tool.gateway.call(request)
+        return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
+      }
+    }
+  })
+)

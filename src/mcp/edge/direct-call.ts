@@ -1,0 +1,79 @@
+import type { IncomingHttpHeaders } from "node:http"
+import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
+import type { Context } from "effect"
+import { isRecord } from "../../json.js"
+import type { View } from "../../policy/view.js"
+import { version } from "../../version.js"
+import type { ToolCalls } from "../calls/tool-calls.js"
+import { plainHeaderValue } from "../header-values.js"
+import { type DirectRequest, directRequest } from "./direct.js"
+import type { Reply } from "./reply.js"
+
+/** A `tools/call` the gateway answers itself (see direct.ts for which requests qualify). */
+export interface DirectCall {
+  readonly era: DirectRequest["era"]
+  readonly id: string | number
+  readonly name: string
+  readonly arguments: Record<string, unknown> | undefined
+  readonly progressToken: string | number | undefined
+}
+
+const callParams: ReadonlySet<string> = new Set(["name", "arguments"])
+const mirroredName = (params: Record<string, unknown>) => {
+  const name = params["name"]
+  // A name that needs the header's Base64 form is left to the SDK, which decodes it.
+  return typeof name === "string" && plainHeaderValue(name) && name
+}
+
+/** The request, when it is a `tools/call` this path answers; undefined sends it to the SDK's handler. */
+export const directToolCall = (
+  message: unknown,
+  headers: IncomingHttpHeaders,
+  modernRevisions: ReadonlySet<string>
+): DirectCall | undefined => {
+  const request = directRequest(message, headers, "tools/call", callParams, mirroredName, modernRevisions)
+  if (request === undefined) return undefined
+  const { name, arguments: args } = request.params
+  if (typeof name !== "string" || (args !== undefined && !isRecord(args))) return undefined
+  return { era: request.era, id: request.id, name, arguments: args, progressToken: request.progressToken }
+}
+
+export interface DirectCallContext {
+  readonly view: View
+  readonly toolCalls: Context.Tag.Service<ToolCalls>
+  /** The request's cancellation: disconnect, request_timeout, generation closing. */
+  readonly signal: AbortSignal
+  /** Absolute deadline (ms since epoch) for the backend's answer. */
+  readonly deadline: number
+}
+
+const serverInfo = { name: "gateway", version }
+
+/** A result as a 2026-07-28 answer carries it: complete, with the gateway's own identity. */
+const stamped = (result: Record<string, unknown>, era: DirectCall["era"]) => {
+  if (era === "legacy") return result
+  const meta = isRecord(result["_meta"]) ? result["_meta"] : {}
+  return { ...result, resultType: "complete", _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } }
+}
+
+/** Calls the tool (ToolCalls) and answers on `reply`; progress the backend reports is streamed first (SSE). */
+export const serveDirectCall = async (call: DirectCall, context: DirectCallContext, reply: Reply): Promise<void> => {
+  const { progressToken } = call
+  const onProgress =
+    progressToken === undefined
+      ? undefined
+      : (progress: Record<string, unknown>) =>
+          reply.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken } })
+  const outcome = await context.toolCalls.call({
+    view: context.view,
+    name: call.name,
+    arguments: call.arguments,
+    requestId: call.id,
+    signal: context.signal,
+    deadline: context.deadline,
+    ...(onProgress === undefined ? {} : { onProgress })
+  })
+  if (outcome._tag === "Cancelled") return
+  const body = outcome._tag === "Result" ? { result: stamped(outcome.result, call.era) } : { error: outcome.error }
+  reply.message(200, { jsonrpc: "2.0", id: call.id, ...body })
+}

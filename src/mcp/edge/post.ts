@@ -1,0 +1,208 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
+import { isJsonContentType } from "@modelcontextprotocol/server"
+import { Cause, Context, Duration, Effect, type Exit, Layer, LogLevel, Option, Runtime } from "effect"
+import { BearerVerifier } from "../../bearer/verifier.js"
+import { Config } from "../../config/service.js"
+import { HttpError } from "../../http/error-body.js"
+import { corsHeaders, originPolicy, originRefused } from "../../http/origin.js"
+import {
+  accessFields,
+  accessLogLevel,
+  cancelledByGeneration,
+  internalError,
+  newRequestId,
+  requestTimedOut,
+  shouldLogAccess
+} from "../../http/request-context.js"
+import { PolicyEngine } from "../../policy/engine.js"
+import type { View } from "../../policy/view.js"
+import { GenerationRequests } from "../../runtime/requests-in-flight.js"
+import { ToolCalls } from "../calls/tool-calls.js"
+import { Backends } from "../upstream/backends.js"
+import { directToolCall, serveDirectCall } from "./direct-call.js"
+import { directToolList, ToolPages } from "./direct-list.js"
+import { Reply } from "./reply.js"
+import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
+import { McpEndpoint } from "./sdk-endpoint.js"
+import { sdkProfile } from "./sdk-profile.js"
+
+/**
+ * `POST /mcp`, the data plane's hot path, as a plain Node handler that the generation calls directly
+ * (docs/decisions.md, "/mcp outside the Effect router"). The Effect HTTP pipeline cost more CPU per
+ * request than a whole forwarded call may (docs/benchmarks.md); this handler keeps what that pipeline
+ * gave — request id, access log, the one error body, `request_timeout`, cancellation when the client
+ * disconnects or the generation closes — and uses the generation's services (verifier, policy engine,
+ * backends, the SDK endpoint) as they are. It decides nothing itself: the caller's View does.
+ */
+export class McpPost extends Context.Tag("gateway/McpPost")<
+  McpPost,
+  { readonly handle: (request: IncomingMessage, response: ServerResponse) => void }
+>() {}
+
+/** Whether the gateway answers the requests it can check completely itself (always, but in tests comparing paths). */
+export class DirectPathEnabled extends Context.Tag("gateway/DirectPathEnabled")<DirectPathEnabled, boolean>() {}
+
+// The handler's own deadline ends this much before request_timeout, so the caller gets the JSON-RPC
+// timeout error (and the backend its cancellation) rather than the generic 504 of the HTTP layer.
+const deadlineMargin = 25
+
+/** Why a request's controller aborted: the reason is the answer, when headers are not out yet. */
+const disconnected = Symbol("disconnected")
+
+// Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
+const withheldHeaders = new Set(["authorization", "cookie"])
+
+/** The request headers handed to the SDK: all but the credentials. */
+export const sdkRequestHeaders = (headers: IncomingHttpHeaders): Headers => {
+  const result = new Headers()
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined || withheldHeaders.has(name)) continue
+    result.set(name, Array.isArray(value) ? value.join(", ") : value)
+  }
+  return result
+}
+
+const acceptsStream = (accept: string | undefined) => accept?.includes("text/event-stream") === true
+
+export const McpPostLive = Layer.scoped(
+  McpPost,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const verifier = yield* BearerVerifier
+    const engine = yield* PolicyEngine
+    const backends = yield* Backends
+    const endpoint = yield* McpEndpoint
+    const toolCalls = yield* ToolCalls
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const accessLog = config.log_level === "debug"
+    const requestTimeoutMs = Duration.toMillis(config.request_timeout)
+    const directPath = yield* DirectPathEnabled
+    const { modernRevisions, modernListTail } = yield* Effect.promise(sdkProfile)
+    const toolPages = new ToolPages(config.catalog.page_size, modernListTail)
+    const originAllowed = originPolicy(config)
+    const timedOut = requestTimedOut(config.request_timeout)
+
+    // Closing the generation cancels its requests (design: "closing the scope cancels request work");
+    // those not yet answered get 503.
+    const requests = yield* GenerationRequests
+
+    /**
+     * The token, then the caller's view (or the request's 401/403); synchronously when neither needs
+     * I/O (a cached token and policy), which is the common case.
+     */
+    const authorize = (authorization: string | undefined): Promise<View> => {
+      const fiber = runFork(Effect.flatMap(verifier.verify(authorization), engine.view))
+      const done = fiber.unsafePoll()
+      const settle = (exit: Exit.Exit<View, HttpError>) => {
+        if (exit._tag === "Success") return exit.value
+        const failure = Cause.failureOption(exit.cause)
+        throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+      }
+      if (done !== null) {
+        try {
+          return Promise.resolve(settle(done))
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      }
+      return new Promise((resolve, reject) =>
+        fiber.addObserver((exit) => {
+          try {
+            resolve(settle(exit))
+          } catch (error) {
+            reject(error)
+          }
+        })
+      )
+    }
+
+    const serve = async (
+      request: IncomingMessage,
+      reply: Reply,
+      allowedOrigin: boolean,
+      signal: AbortSignal,
+      started: number
+    ) => {
+      if (!allowedOrigin) throw originRefused
+      const view = await authorize(request.headers.authorization)
+      if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
+      const parsed = parseMessage(await readBody(request, signal))
+      if (parsed._tag === "Rejected") {
+        const { status, code, message } = parsed.rejection
+        return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
+      }
+      const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
+      const list = directPath ? directToolList(parsed.message, request.headers, modernRevisions) : undefined
+      if (list !== undefined) {
+        const result = toolPages.result(backends.index(), view, list.cursor, list.era)
+        if (result !== undefined) return reply.result(list.id, result)
+      }
+      const call = directPath ? directToolCall(parsed.message, request.headers, modernRevisions) : undefined
+      if (call !== undefined) return serveDirectCall(call, { view, toolCalls, signal, deadline }, reply)
+      const response = await endpoint.serve(
+        new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
+        parsed.message,
+        { view, deadline }
+      )
+      return reply.web(response)
+    }
+
+    const log = (level: LogLevel.LogLevel, message: string, annotations: Record<string, unknown>, cause?: unknown) =>
+      runFork(
+        (cause === undefined
+          ? Effect.logWithLevel(level, message)
+          : Effect.logWithLevel(level, message, Cause.die(cause))
+        ).pipe(Effect.annotateLogs(annotations))
+      )
+
+    const handle = (request: IncomingMessage, response: ServerResponse) => {
+      const started = performance.now()
+      const startedAt = Date.now()
+      const requestId = newRequestId()
+      const origin = request.headers.origin
+      const allowedOrigin = originAllowed(origin)
+      const controller = new AbortController()
+      requests.onCancel(request, () => controller.abort(cancelledByGeneration))
+      const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
+      const reply = new Reply(
+        response,
+        requestId,
+        { ...corsHeaders(allowedOrigin ? origin : undefined), "x-request-id": requestId },
+        acceptsStream(request.headers.accept),
+        // A `subscriptions/listen` stream lives until the client or the generation ends it.
+        () => clearTimeout(timer)
+      )
+      response.once("close", () => {
+        clearTimeout(timer)
+        if (!response.writableFinished) controller.abort(disconnected)
+        // 499 (as nginx logs it): the client went away before any answer.
+        const status = response.headersSent ? response.statusCode : 499
+        if (shouldLogAccess(accessLog, status)) {
+          log(accessLogLevel(status), "request", {
+            request_id: requestId,
+            ...accessFields("POST", request.url ?? "", status, started)
+          })
+        }
+      })
+      // A cancelled request is answered with the reason it was cancelled for, if it can still be answered.
+      controller.signal.addEventListener("abort", () => {
+        const reason: unknown = controller.signal.reason
+        if (reason instanceof HttpError && !reply.sent) reply.error(reason)
+        else reply.end()
+      })
+      serve(request, reply, allowedOrigin, controller.signal, startedAt).then(
+        () => {
+          if (controller.signal.aborted) reply.end()
+        },
+        (error: unknown) => {
+          if (error instanceof HttpError) return reply.error(error)
+          log(LogLevel.Error, "unhandled failure", { request_id: requestId }, error)
+          if (!reply.sent) reply.error(internalError)
+          else response.destroy()
+        }
+      )
+    }
+    return { handle }
+  })
+)

@@ -1,0 +1,113 @@
+import type { IncomingMessage } from "node:http"
+import { HttpError } from "../../http/error-body.js"
+
+/**
+ * Reading and parsing an /mcp body (docs/mcp.md, "Request limits"). Size and media type are HTTP
+ * errors in the gateway's error body; a body that is not one JSON-RPC message is a JSON-RPC error.
+ */
+
+/** 4 MiB: tool arguments may carry documents; the SDK's own default, and read only after the token checks out. */
+export const maxMcpBody = 4 * 1024 * 1024
+
+const tooLarge = new HttpError({
+  status: 413,
+  code: "payload_too_large",
+  description: `The request body is larger than ${maxMcpBody} bytes.`
+})
+
+export const unsupportedMediaType = new HttpError({
+  status: 415,
+  code: "unsupported_media_type",
+  description: "POST /mcp takes Content-Type: application/json."
+})
+
+const unreadable = new HttpError({
+  status: 400,
+  code: "invalid_request",
+  description: "The request body could not be read."
+})
+
+/** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. Stops reading on `signal`. */
+export const readBody = (incoming: IncomingMessage, signal: AbortSignal): Promise<string> =>
+  new Promise((resolve, reject) => {
+    if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return reject(tooLarge)
+    if (signal.aborted) return reject(unreadable)
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const stop = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("close", onClose)
+      signal.removeEventListener("abort", onAbort)
+    }
+    // Answered already (request_timeout, the generation closing): nothing more is buffered.
+    const onAbort = () => {
+      stop()
+      incoming.resume()
+      reject(unreadable)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxMcpBody) {
+        chunks.push(chunk)
+        return
+      }
+      stop()
+      reject(tooLarge)
+    }
+    const onEnd = () => {
+      stop()
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"))
+    }
+    const onError = () => {
+      stop()
+      reject(unreadable)
+    }
+    // The client went away before the body was complete.
+    const onClose = () => {
+      if (incoming.complete) return
+      stop()
+      reject(unreadable)
+    }
+    incoming.on("data", onData)
+    incoming.on("end", onEnd)
+    incoming.on("error", onError)
+    incoming.on("close", onClose)
+    signal.addEventListener("abort", onAbort, { once: true })
+  })
+
+/** A JSON-RPC error that answers the request as a whole (no id could be read). */
+export interface Rejection {
+  readonly status: number
+  readonly code: number
+  readonly message: string
+}
+
+export type ParsedMessage =
+  | { readonly _tag: "Message"; readonly message: unknown }
+  | { readonly _tag: "Rejected"; readonly rejection: Rejection }
+
+/** One JSON-RPC message; batches are refused (removed from MCP in 2025-06-18, and each call needs its own deadline). */
+export const parseMessage = (text: string): ParsedMessage => {
+  let message: unknown
+  try {
+    message = JSON.parse(text)
+  } catch {
+    return {
+      _tag: "Rejected",
+      rejection: { status: 400, code: -32700, message: "Parse error: the body is not valid JSON" }
+    }
+  }
+  if (Array.isArray(message)) {
+    return {
+      _tag: "Rejected",
+      rejection: {
+        status: 400,
+        code: -32600,
+        message: "Invalid Request: JSON-RPC batches are not supported; send one message per request"
+      }
+    }
+  }
+  return { _tag: "Message", message }
+}

@@ -1,0 +1,232 @@
+import type { CallToolResult, CompleteRequest } from "@modelcontextprotocol/client"
+import {
+  type AuthInfo,
+  type McpRequestContext,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerCapabilities,
+  type ServerContext
+} from "@modelcontextprotocol/server"
+import type { Context } from "effect"
+import type { View } from "../../policy/view.js"
+import { version } from "../../version.js"
+import { AccessWithdrawn } from "../calls/in-flight.js"
+import type { ToolCalls } from "../calls/tool-calls.js"
+import { withoutReservedMeta } from "../catalog/backend-catalog.js"
+import type { CatalogIndex } from "../catalog/index.js"
+import { exposeContentUris, exposeUri, parseExposedUri } from "../catalog/naming.js"
+import { pageOf } from "../catalog/pagination.js"
+import { type ForwardTarget, forward as forwardWith, progressOf } from "../upstream/forward.js"
+import type { BackendSlot } from "../upstream/slot.js"
+
+/** What the /mcp route learned about a request before handing it to the SDK: the caller's view. */
+export interface RequestGrant {
+  readonly view: View
+  readonly deadline: number
+}
+
+export interface FactoryDeps {
+  readonly slots: ReadonlyArray<BackendSlot>
+  readonly index: () => CatalogIndex
+  readonly reportFailure: (backend: number) => void
+  readonly pageSize: number
+  /** Keyed by the AuthInfo object the route passes to `handler.fetch`, which the SDK hands back unchanged. */
+  readonly grants: WeakMap<AuthInfo, RequestGrant>
+  readonly toolCalls: Context.Tag.Service<ToolCalls>
+}
+
+const unknown = (what: string, key: string) =>
+  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${key}`)
+const notFound = (uri: string) => new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${uri}`)
+
+/**
+ * The per-request MCP server (design: "the per-request server factory is where the caller's identity
+ * meets policy"). A low-level `Server` whose handlers read the generation's precomputed index through
+ * this caller's View: nothing is registered per tool and no schema is compiled per request, and
+ * nothing is decided here — every answer asks the View, and `tools/call` goes to ToolCalls.
+ */
+export const makeServerFactory = (deps: FactoryDeps) => {
+  const backendById = new Map(deps.slots.map((slot, at) => [slot.config.id, at]))
+  return (context: McpRequestContext): Server => {
+    const grant = context.authInfo === undefined ? undefined : deps.grants.get(context.authInfo)
+    // The route verifies every request before the SDK sees it; no grant means a wiring bug, so deny.
+    if (grant === undefined) throw new Error("MCP request without a verified caller")
+    const index = deps.index()
+    const { view } = grant
+    const target = (backend: number): ForwardTarget => ({
+      slot: deps.slots[backend]!,
+      deadline: grant.deadline,
+      reportFailure: () => deps.reportFailure(backend)
+    })
+    // A prompt or resource read the policy stops allowing while it runs is cancelled (AccessWithdrawn).
+    const forward = <T>(
+      backend: number,
+      ctx: ServerContext,
+      recheck: (view: View) => boolean,
+      send: Parameters<typeof forwardWith<T>>[3]
+    ) =>
+      deps.toolCalls.inFlight
+        .track(
+          view.caller,
+          ctx.mcpReq.id,
+          ctx.mcpReq.signal,
+          (signal) => forwardWith(target(backend), progressOf(ctx), signal, send),
+          recheck
+        )
+        .catch((failure: unknown) => {
+          throw failure instanceof AccessWithdrawn
+            ? new ProtocolError(ProtocolErrorCode.InternalError, failure.message)
+            : failure
+        })
+    const seesCompletions = (backend: number) =>
+      index.completions[backend] === true &&
+      (view.readsResources(backend) ||
+        index.prompts.some((entry) => entry.backend === backend && view.seesPrompt(entry)))
+    const completions = index.completions.some((_, backend) => seesCompletions(backend))
+    // List changes reach a `subscriptions/listen` stream only when the caller may subscribe.
+    const listChanged = view.subscribes
+    const capabilities: ServerCapabilities = {
+      tools: { listChanged },
+      prompts: { listChanged },
+      resources: { listChanged },
+      ...(completions ? { completions: {} } : {})
+    }
+    const server = new Server({ name: "gateway", version }, { capabilities })
+
+    server.setRequestHandler("tools/list", (request) => {
+      const page = pageOf(
+        index.tools,
+        (tool) => view.seesTool(tool),
+        request.params?.cursor,
+        deps.pageSize,
+        (entry) => entry.item
+      )
+      return { tools: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    // ToolCalls owns tools/call on both paths; this handler only translates its outcome for the SDK.
+    server.setRequestHandler("tools/call", async (request, ctx) => {
+      const onProgress = progressOf(ctx)
+      const outcome = await deps.toolCalls.call({
+        view,
+        name: request.params.name,
+        arguments: request.params.arguments,
+        requestId: ctx.mcpReq.id,
+        signal: ctx.mcpReq.signal,
+        deadline: grant.deadline,
+        ...(onProgress === undefined ? {} : { onProgress })
+      })
+      if (outcome._tag === "Result") return outcome.result as CallToolResult
+      if (outcome._tag === "Error")
+        throw new ProtocolError(outcome.error.code, outcome.error.message, outcome.error.data)
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "The call was cancelled.")
+    })
+    server.setRequestHandler("prompts/list", (request) => {
+      const page = pageOf(
+        index.prompts,
+        (entry) => view.seesPrompt(entry),
+        request.params?.cursor,
+        deps.pageSize,
+        (entry) => entry.item
+      )
+      return { prompts: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    server.setRequestHandler("prompts/get", async (request, ctx) => {
+      const entry = index.promptByName.get(request.params.name)
+      if (entry === undefined || !view.seesPrompt(entry)) throw unknown("prompt", request.params.name)
+      const { arguments: args } = request.params
+      const result = await forward(
+        entry.backend,
+        ctx,
+        (next) => next.seesPrompt(entry),
+        (client, options) =>
+          client.getPrompt({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
+      )
+      const backendId = deps.slots[entry.backend]!.config.id
+      const messages = result.messages.map((message) => ({
+        ...message,
+        content: exposeContentUris(backendId, message.content)
+      }))
+      return withoutReservedMeta({ ...result, messages })
+    })
+    server.setRequestHandler("resources/list", (request) => {
+      const page = pageOf(
+        index.resources,
+        (entry) => view.readsResources(entry.backend),
+        request.params?.cursor,
+        deps.pageSize,
+        (entry) => entry.item
+      )
+      return { resources: [...page.items], ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) }
+    })
+    server.setRequestHandler("resources/templates/list", (request) => {
+      const page = pageOf(
+        index.templates,
+        (entry) => view.readsResources(entry.backend),
+        request.params?.cursor,
+        deps.pageSize,
+        (entry) => entry.item
+      )
+      return {
+        resourceTemplates: [...page.items],
+        ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor })
+      }
+    })
+    server.setRequestHandler("resources/read", async (request, ctx) => {
+      // Template-expanded URIs are not listed: any URI under a visible backend's prefix goes to that backend.
+      const parsed = parseExposedUri(request.params.uri)
+      const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+      if (parsed === undefined || backend === undefined || !view.readsResources(backend)) {
+        throw notFound(request.params.uri)
+      }
+      const result = await forward(
+        backend,
+        ctx,
+        (next) => next.readsResources(backend),
+        (client, options) => client.readResource({ uri: parsed.original }, { ...options, cacheMode: "bypass" })
+      )
+      const id = parsed.backendId
+      return withoutReservedMeta({
+        ...result,
+        contents: result.contents.map((content) => ({ ...content, uri: exposeUri(id, content.uri) }))
+      })
+    })
+    if (completions) {
+      server.setRequestHandler("completion/complete", async (request, ctx) => {
+        const routed = routeCompletion(request.params.ref, index, backendById)
+        if (routed === undefined || !routed.allowed(view) || !index.completions[routed.backend]) {
+          return { completion: { values: [] } }
+        }
+        const result = await forward(routed.backend, ctx, routed.allowed, (client, options) =>
+          client.complete({ ...request.params, ref: routed.ref }, options)
+        )
+        return withoutReservedMeta(result)
+      })
+    }
+    server.setNotificationHandler("notifications/cancelled", (notification) => {
+      deps.toolCalls.inFlight.cancel(view.caller, notification.params?.requestId)
+    })
+    return server
+  }
+}
+
+type CompletionRef = CompleteRequest["params"]["ref"]
+
+/** Where a completion goes, and the permission it needs: the prompt itself, or reading the backend's resources. */
+const routeCompletion = (
+  ref: CompletionRef,
+  index: CatalogIndex,
+  backendById: ReadonlyMap<string, number>
+): { readonly backend: number; readonly ref: CompletionRef; readonly allowed: (view: View) => boolean } | undefined => {
+  if (ref.type === "ref/prompt") {
+    const entry = index.promptByName.get(ref.name)
+    return entry === undefined
+      ? undefined
+      : { backend: entry.backend, ref: { ...ref, name: entry.original }, allowed: (view) => view.seesPrompt(entry) }
+  }
+  const parsed = parseExposedUri(ref.uri)
+  const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+  return parsed === undefined || backend === undefined
+    ? undefined
+    : { backend, ref: { ...ref, uri: parsed.original }, allowed: (view) => view.readsResources(backend) }
+}

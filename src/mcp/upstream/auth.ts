@@ -1,0 +1,47 @@
+import type { AuthProvider } from "@modelcontextprotocol/client"
+import { Redacted } from "effect"
+import type { BackendConfig } from "../../config/schema.js"
+import { clientCredentials } from "./oauth.js"
+
+/** A backend's bearer token: fetched (and cached) on demand; `invalidate` after the backend answered 401. */
+export interface TokenSource {
+  readonly token: () => Promise<string>
+  readonly invalidate?: () => void
+}
+
+/**
+ * What a backend receives on every request: its fixed headers and its own credentials, nothing from
+ * the caller. The MCP client's bearer token and any upstream identity token never get here, because
+ * backend connections are built from configuration only and shared by every caller.
+ */
+export interface BackendRequestAuth {
+  readonly headers: Readonly<Record<string, string>>
+  readonly tokens: TokenSource | undefined
+}
+
+/** `now`: the generation's clock (Effect's `Clock`), which token expiry is measured on. */
+export const backendRequestAuth = (backend: BackendConfig, now: () => number): BackendRequestAuth => {
+  const headers: Record<string, string> = { ...backend.headers }
+  const credentials = backend.credentials
+  if (credentials?.type === "basic") {
+    const pair = `${credentials.username}:${Redacted.value(credentials.password)}`
+    headers["authorization"] = `Basic ${Buffer.from(pair).toString("base64")}`
+  }
+  if (credentials?.type === "bearer") {
+    const token = Redacted.value(credentials.token)
+    return { headers, tokens: { token: async () => token } }
+  }
+  if (backend.oauth !== undefined) return { headers, tokens: clientCredentials(backend.oauth, now) }
+  return { headers, tokens: undefined }
+}
+
+/** The same token source as the MCP client SDK's transport wants it. */
+export const asAuthProvider = (tokens: TokenSource): AuthProvider => {
+  const invalidate = tokens.invalidate
+  return invalidate === undefined
+    ? { token: tokens.token }
+    : {
+        token: tokens.token,
+        onUnauthorized: async () => invalidate()
+      }
+}

@@ -1,0 +1,223 @@
+import { Context, Duration, Effect, Either, Layer, Queue } from "effect"
+import { Config } from "../../config/service.js"
+import type { BackendCatalog } from "../catalog/backend-catalog.js"
+import { GatewayTools } from "../catalog/gateway-tools.js"
+import { catalogIdentity } from "../catalog/identity.js"
+import { buildIndex, type CatalogIndex } from "../catalog/index.js"
+import type { BackendChannel } from "./channel.js"
+import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./connection.js"
+import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./slot.js"
+
+/** Catalogs of the generation being replaced, by catalog-source identity (spec Versioning 8). */
+export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
+  PreviousCatalogs,
+  ReadonlyMap<string, BackendCatalog>
+>() {}
+
+export class BackendsUnavailable extends Error {}
+
+const probeSpacing = Duration.seconds(1)
+
+const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
+  current !== undefined && JSON.stringify(current) === JSON.stringify(next)
+
+/**
+ * The backends of one generation: their MCP clients, catalogs and the aggregated index. Required
+ * backends must connect during the build (a failure fails the generation: spec Versioning 7); every
+ * backend is tried once during the build, then a worker per backend keeps it connected (capped backoff)
+ * and its catalog fresh (list_changed notifications, `catalog.refresh_interval`). Closing the
+ * generation's scope stops the workers and closes the clients.
+ */
+export class Backends extends Context.Tag("gateway/Backends")<
+  Backends,
+  {
+    readonly slots: ReadonlyArray<BackendSlot>
+    /** The current aggregated catalog; synchronous, for the request hot path. */
+    readonly index: () => CatalogIndex
+    /** Called by a request whose backend call failed below the protocol: the worker probes and reconnects. */
+    readonly reportFailure: (backend: number) => void
+    /**
+     * The channel of the backend's next connection, once the worker has made one after `previous`
+     * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first.
+     */
+    readonly nextChannel: (
+      backend: number,
+      previous: BackendChannel,
+      until: number,
+      signal: AbortSignal
+    ) => Promise<BackendChannel | undefined>
+    /** Runs `listener` after every index rebuild (the /mcp endpoint tells subscribed clients). */
+    readonly onIndexChange: (listener: () => void) => void
+    /** Catalogs a following generation may inherit (spec Versioning 8). */
+    readonly inheritable: () => ReadonlyMap<string, BackendCatalog>
+  }
+>() {}
+
+export const BackendsLive = Layer.scoped(
+  Backends,
+  Effect.gen(function* () {
+    const { config } = yield* Config
+    const previous = yield* Effect.serviceOption(PreviousCatalogs)
+    const gatewayTools = yield* GatewayTools
+    // Backend token expiry is measured on the generation's clock (TestClock in tests).
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const slots: Array<BackendSlot> = config.backends.map((backend) => ({
+      config: backend,
+      identity: catalogIdentity(backend),
+      status: "connecting",
+      client: undefined,
+      channel: undefined,
+      catalog: undefined,
+      inherited: false
+    }))
+    const wakeups = yield* Effect.forEach(slots, () => Queue.sliding<Wakeup>(1))
+    const listeners = new Set<() => void>()
+    /** Per backend: calls waiting for its next connection (`nextChannel`), told when one attaches. */
+    const channelWaiters = slots.map(() => new Set<() => void>())
+    let index = buildIndex([], gatewayTools)
+    const publish = () => {
+      index = buildIndex(
+        slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })),
+        gatewayTools
+      )
+      for (const listener of listeners) listener()
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => Promise.all(slots.map((slot) => slot.client?.close().catch(() => {})))).pipe(
+        Effect.zipRight(Effect.sync(() => listeners.clear()))
+      )
+    )
+
+    const disconnect = (slot: BackendSlot, reason: string) =>
+      Effect.gen(function* () {
+        const client = slot.client
+        slot.client = undefined
+        slot.channel = undefined
+        slot.status = "unavailable"
+        if (client !== undefined) yield* Effect.promise(() => client.close().catch(() => {}))
+        yield* Effect.logWarning("backend unavailable").pipe(Effect.annotateLogs({ backend: slot.config.id, reason }))
+      })
+
+    const attach = (
+      slot: BackendSlot,
+      result: Either.Either<BackendConnection & { readonly catalog: BackendCatalog }, BackendUnreachable>
+    ) => {
+      if (Either.isRight(result)) {
+        Object.assign(slot, {
+          client: result.right.client,
+          channel: result.right.channel,
+          catalog: result.right.catalog,
+          inherited: false,
+          status: "ready"
+        })
+        const waiting = channelWaiters[slots.indexOf(slot)]
+        for (const wake of waiting ?? []) wake()
+        return Effect.logInfo("backend connected").pipe(
+          Effect.annotateLogs({ backend: slot.config.id, tools: result.right.catalog.tools.length })
+        )
+      }
+      const inherited = previous._tag === "Some" ? previous.value.get(slot.identity) : undefined
+      Object.assign(slot, { status: "unavailable", catalog: inherited, inherited: inherited !== undefined })
+      return Effect.logWarning("backend not connected").pipe(
+        Effect.annotateLogs({ backend: slot.config.id, reason: result.left.reason, inherited: inherited !== undefined })
+      )
+    }
+
+    // The first attempt, for every backend at once; a required backend that fails fails the generation.
+    const first = yield* Effect.forEach(
+      slots,
+      (slot, at) => Effect.either(connectAndFetch(slot.config, () => Queue.unsafeOffer(wakeups[at]!, "changed"), now)),
+      { concurrency: "unbounded" }
+    )
+    const failedRequired = slots.filter((slot, at) => slot.config.required && Either.isLeft(first[at]!))
+    for (const [at, slot] of slots.entries()) yield* attach(slot, first[at]!)
+    if (failedRequired.length > 0) {
+      return yield* Effect.fail(
+        new BackendsUnavailable(
+          `required backend(s) not reachable: ${failedRequired.map((slot) => slot.config.id).join(", ")}`
+        )
+      )
+    }
+    publish()
+
+    const refreshEvery = config.catalog.refresh_interval
+    const worker = (slot: BackendSlot, at: number) =>
+      Effect.gen(function* () {
+        let attempt = 0
+        const wake = wakeups[at]!
+        while (true) {
+          if (slot.client === undefined) {
+            yield* Effect.sleep(Duration.millis(reconnectDelayMs(attempt)))
+            const result = yield* Effect.either(
+              connectAndFetch(slot.config, () => Queue.unsafeOffer(wake, "changed"), now)
+            )
+            attempt = Either.isLeft(result) ? attempt + 1 : 0
+            if (Either.isRight(result)) {
+              yield* attach(slot, result)
+              publish()
+            }
+            continue
+          }
+          const reason = yield* Queue.take(wake).pipe(
+            Effect.timeoutTo({ duration: refreshEvery, onTimeout: () => "interval" as const, onSuccess: (why) => why })
+          )
+          // A refetch is also the probe after a failed call: `ping` is not in the 2026-07-28 revision,
+          // and a backend that answers its lists is one worth keeping.
+          // Only a catalog that changed is published: publishing rebuilds the index, drops the cached
+          // list pages and tells every subscribed client its lists changed.
+          const check = fetchCatalog(slot.config, slot.client).pipe(
+            Effect.tap((catalog) =>
+              Effect.sync(() => {
+                if (sameCatalog(slot.catalog, catalog)) return
+                slot.catalog = catalog
+                publish()
+              })
+            )
+          )
+          const outcome = yield* Effect.either(check)
+          if (Either.isLeft(outcome)) yield* disconnect(slot, `${reason}: ${outcome.left.reason}`)
+          // Failed calls can come in a stream; one probe a second is enough to notice a dead backend.
+          else if (reason === "failed") yield* Effect.sleep(probeSpacing)
+        }
+      })
+    yield* Effect.forEach(slots, (slot, at) => Effect.forkScoped(worker(slot, at)), { discard: true })
+
+    return {
+      slots,
+      index: () => index,
+      reportFailure: (at) => {
+        const queue = wakeups[at]
+        if (queue !== undefined) Queue.unsafeOffer(queue, "failed")
+      },
+      nextChannel: (at, previous, until, signal) => {
+        const slot = slots[at]
+        const waiting = channelWaiters[at]
+        const fresh = () => (slot?.channel !== undefined && slot.channel !== previous ? slot.channel : undefined)
+        if (slot === undefined || waiting === undefined || fresh() !== undefined || signal.aborted) {
+          return Promise.resolve(fresh())
+        }
+        // Told by `attach` when the worker has connected again; no polling.
+        return new Promise<BackendChannel | undefined>((resolve) => {
+          const finish = () => {
+            clearTimeout(timer)
+            signal.removeEventListener("abort", finish)
+            waiting.delete(wake)
+            resolve(fresh())
+          }
+          const wake = () => {
+            if (fresh() !== undefined) finish()
+          }
+          const timer = setTimeout(finish, Math.max(0, until - Date.now()))
+          signal.addEventListener("abort", finish, { once: true })
+          waiting.add(wake)
+        })
+      },
+      onIndexChange: (listener) => {
+        listeners.add(listener)
+      },
+      inheritable: () =>
+        new Map(slots.flatMap((slot) => (slot.catalog === undefined ? [] : [[slot.identity, slot.catalog] as const])))
+    }
+  })
+)

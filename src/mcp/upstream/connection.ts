@@ -1,0 +1,100 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Data, Duration, Effect } from "effect"
+import type { BackendConfig } from "../../config/schema.js"
+import { version } from "../../version.js"
+import type { BackendCatalog } from "../catalog/backend-catalog.js"
+import { asAuthProvider, backendRequestAuth } from "./auth.js"
+import { type BackendChannel, type BackendSession, makeBackendChannel } from "./channel.js"
+import { makeBackendFetch } from "./fetch.js"
+
+export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
+  readonly backend: string
+  /** Safe to log: the SDK's message, which never carries our credentials. */
+  readonly reason: string
+}> {}
+
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300)
+
+/** A connected backend: the MCP client that owns the session, and the channel forwarded calls take. */
+export interface BackendConnection {
+  readonly client: Client
+  readonly channel: BackendChannel
+}
+
+const clientInfo = { name: "gateway", version }
+
+/**
+ * One MCP client per backend and generation, over Streamable HTTP. It negotiates the era (2026-07-28
+ * via `server/discover`, else the 2025 `initialize` handshake), and tells `onListChanged` when the
+ * backend announces a changed tool, prompt or resource list. The channel shares its connections,
+ * credentials and negotiated session.
+ */
+export const connectBackend = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
+  Effect.tryPromise({
+    try: async (signal): Promise<BackendConnection> => {
+      const { headers, tokens } = backendRequestAuth(backend, now)
+      const changed = { autoRefresh: false, debounceMs: 100, onChanged: () => onListChanged() }
+      const client = new Client(clientInfo, {
+        versionNegotiation: { mode: "auto" },
+        listChanged: { tools: changed, prompts: changed, resources: changed },
+        listMaxPages: 1000,
+        // The gateway relays no input requests (sampling, elicitation) to backends: an `input_required`
+        // result surfaces as an error the caller is told about (docs/mcp.md).
+        inputRequired: { autoFulfill: false }
+      })
+      const backendFetch = makeBackendFetch()
+      const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
+        requestInit: { headers },
+        fetch: backendFetch.fetch,
+        ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
+      })
+      // Closing the client (generation closing, reconnect) also drops its kept-alive connections.
+      client.onclose = backendFetch.close
+      try {
+        await client.connect(transport, { timeout: Duration.toMillis(backend.timeouts.connect), signal })
+      } catch (error) {
+        await client.close().catch(() => {})
+        backendFetch.close()
+        throw error
+      }
+      const session = (): BackendSession | undefined => {
+        const protocolVersion = client.getNegotiatedProtocolVersion()
+        const era = client.getProtocolEra()
+        if (protocolVersion === undefined || era === undefined) return undefined
+        return { era, protocolVersion, sessionId: transport.sessionId }
+      }
+      const url = new URL(backend.url)
+      const channel = makeBackendChannel({ url, headers, tokens, agents: backendFetch.agents, session, clientInfo })
+      return { client, channel }
+    },
+    catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
+  })
+
+/** Every page of every list the backend offers; `cacheMode: refresh` also updates the client's own tool index. */
+export const fetchCatalog = (backend: BackendConfig, client: Client) =>
+  Effect.tryPromise({
+    try: async (signal): Promise<BackendCatalog> => {
+      const options = { timeout: Duration.toMillis(backend.timeouts.connect), signal, cacheMode: "refresh" as const }
+      const capabilities = client.getServerCapabilities() ?? {}
+      const [tools, prompts, resources, templates] = await Promise.all([
+        capabilities.tools === undefined ? [] : client.listTools(undefined, options).then((page) => page.tools),
+        capabilities.prompts === undefined ? [] : client.listPrompts(undefined, options).then((page) => page.prompts),
+        capabilities.resources === undefined
+          ? []
+          : client.listResources(undefined, options).then((page) => page.resources),
+        capabilities.resources === undefined
+          ? []
+          : client.listResourceTemplates(undefined, options).then((page) => page.resourceTemplates)
+      ])
+      return { tools, prompts, resources, templates, completions: capabilities.completions !== undefined }
+    },
+    catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
+  })
+
+export const connectAndFetch = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
+  Effect.flatMap(connectBackend(backend, onListChanged, now), ({ client, channel }) =>
+    fetchCatalog(backend, client).pipe(
+      Effect.map((catalog) => ({ client, channel, catalog })),
+      Effect.tapError(() => Effect.promise(() => client.close().catch(() => {})))
+    )
+  )

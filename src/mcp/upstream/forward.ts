@@ -1,0 +1,77 @@
+import { type Client, type RequestOptions, SdkError, SdkErrorCode } from "@modelcontextprotocol/client"
+import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server"
+import { Duration } from "effect"
+import type { BackendSlot } from "./slot.js"
+
+/** JSON-RPC code for a call cut off by its deadline (the value MCP SDKs have used for request timeouts). */
+export const requestTimeoutCode = -32001
+
+/** The answers every forwarded request shares when the backend does not give one. */
+export const backendUnavailable = (id: string) => `Backend "${id}" is unavailable.`
+export const backendTimedOut = (id: string) => `Backend "${id}" did not answer in time; the call was cancelled.`
+export const backendFailed = (id: string) => `Backend "${id}" failed to answer.`
+export const inputNotRelayed = (id: string) => `Backend "${id}" asked for more input, which the gateway does not relay.`
+
+export interface ForwardTarget {
+  readonly slot: BackendSlot
+  /** Absolute deadline (ms since epoch): the request's `request_timeout`, if sooner than the backend's `timeouts.call`. */
+  readonly deadline: number
+  readonly reportFailure: () => void
+}
+
+const isProtocolError = (error: unknown): error is { code: number; message: string; data?: unknown } =>
+  error instanceof ProtocolError
+
+const isTimeout = (error: unknown) =>
+  typeof error === "object" && error !== null && (error as { code?: unknown }).code === "REQUEST_TIMEOUT"
+
+/**
+ * Sends one request to a backend on behalf of a caller. The caller's cancellation (`signal`: a
+ * disconnect, a `notifications/cancelled`, or the generation closing) aborts it, the deadline bounds it; either way the MCP client tells the backend
+ * with `notifications/cancelled`. Progress the backend reports is relayed to the caller when the caller
+ * asked for progress. Backend JSON-RPC errors pass through; anything else becomes a fixed message.
+ */
+export const forward = async <T>(
+  target: ForwardTarget,
+  onProgress: ((progress: Record<string, unknown>) => void) | undefined,
+  signal: AbortSignal,
+  send: (client: Client, options: RequestOptions) => Promise<T>
+): Promise<T> => {
+  const { slot } = target
+  const client = slot.client
+  if (client === undefined) {
+    throw new ProtocolError(ProtocolErrorCode.InternalError, backendUnavailable(slot.config.id))
+  }
+  const timeout = Math.min(target.deadline - Date.now(), Duration.toMillis(slot.config.timeouts.call))
+  const options: RequestOptions = {
+    signal,
+    timeout: Math.max(1, timeout),
+    maxTotalTimeout: Math.max(1, timeout),
+    ...(onProgress === undefined ? {} : { onprogress: (progress) => onProgress({ ...progress }) })
+  }
+  try {
+    return await send(client, options)
+  } catch (error) {
+    if (signal.aborted) throw error
+    if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
+    if (error instanceof SdkError && error.code === SdkErrorCode.UnsupportedResultType) {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, inputNotRelayed(slot.config.id))
+    }
+    if (isTimeout(error)) {
+      throw new ProtocolError(requestTimeoutCode, backendTimedOut(slot.config.id))
+    }
+    target.reportFailure()
+    throw new ProtocolError(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
+  }
+}
+
+/** Progress the backend reports, relayed to a caller of the SDK path that asked for it (sent a `progressToken`). */
+export const progressOf = (ctx: ServerContext): ((progress: Record<string, unknown>) => void) | undefined => {
+  const progressToken = ctx.mcpReq._meta?.progressToken
+  if (progressToken === undefined) return undefined
+  return (progress) => {
+    ctx.mcpReq
+      .notify({ method: "notifications/progress", params: { ...progress, progressToken } as never })
+      .catch(() => {})
+  }
+}

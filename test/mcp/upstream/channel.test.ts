@@ -1,0 +1,293 @@
+/**
+ * The channel forwarded calls take to a backend (src/mcp/upstream/channel.ts; docs/mcp.md, "How a
+ * request travels"). Real SDK servers are tested through the gateway in calls.test.ts; here the
+ * "backend" is a plain loopback HTTP server scripted per test, because the cases are what no MCP
+ * server SDK produces on purpose: HTTP errors, garbage, oversized answers, a stream that ends without
+ * an answer, a 401 that a fresh token cures, requests from the server in the middle of a stream.
+ */
+import { Agent as HttpAgent } from "node:http"
+import { Agent as HttpsAgent } from "node:https"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { SseDecoder } from "../../../src/mcp/sse.js"
+import {
+  type BackendSession,
+  ChannelFailure,
+  type ChannelSettings,
+  makeBackendChannel
+} from "../../../src/mcp/upstream/channel.js"
+import { type LoopbackServer, serveLoopback } from "../../support/mcp-http.js"
+
+type Script = (body: Record<string, unknown>, request: Request) => Response | Promise<Response>
+
+let script: Script = () => new Response(null, { status: 500 })
+let backend: LoopbackServer
+const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) }
+
+beforeAll(async () => {
+  backend = await serveLoopback(async (request) => script((await request.json()) as Record<string, unknown>, request))
+})
+afterEach(() => {
+  backend.requests.length = 0
+})
+afterAll(async () => {
+  agents.http.destroy()
+  await backend.stop()
+})
+
+const modern: BackendSession = { era: "modern", protocolVersion: "2026-07-28", sessionId: undefined }
+const legacy: BackendSession = { era: "legacy", protocolVersion: "2025-11-25", sessionId: "session-1" }
+
+const channel = (session: BackendSession, extra: Partial<ChannelSettings> = {}) =>
+  makeBackendChannel({
+    url: new URL(backend.url),
+    headers: { "x-api-key": "fixed" },
+    tokens: undefined,
+    agents,
+    session: () => session,
+    clientInfo: { name: "gateway", version: "test" },
+    ...extra
+  })
+
+const json = (message: unknown, status = 200) =>
+  new Response(JSON.stringify(message), { status, headers: { "content-type": "application/json" } })
+
+const sse = (events: ReadonlyArray<string>) =>
+  new Response(events.join(""), { status: 200, headers: { "content-type": "text/event-stream" } })
+
+const event = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
+
+const options = (extra: { timeoutMs?: number; signal?: AbortSignal } = {}) => ({
+  signal: extra.signal ?? new AbortController().signal,
+  timeoutMs: extra.timeoutMs ?? 5_000
+})
+
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error
+  )
+
+const echoResult = (body: Record<string, unknown>) =>
+  json({ jsonrpc: "2.0", id: body["id"], result: { content: [{ type: "text", text: "ok" }] } })
+
+describe("the backend channel", () => {
+  it("sends a 2026-07-28 request with the envelope and standard headers, and reads a JSON answer", async () => {
+    script = echoResult
+    const answer = await channel(modern).call("tools/call", { name: "söök", arguments: { q: 1 } }, "söök", options())
+    expect(answer).toEqual({ ok: true, result: { content: [{ type: "text", text: "ok" }] } })
+    const [sent] = backend.requests
+    const body = JSON.parse(sent!.body)
+    expect(body.params._meta).toEqual({
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "gateway", version: "test" },
+      "io.modelcontextprotocol/clientCapabilities": {}
+    })
+    expect(sent!.headers["mcp-protocol-version"]).toBe("2026-07-28")
+    expect(sent!.headers["mcp-method"]).toBe("tools/call")
+    // Non-ASCII names travel in the header's Base64 form (SEP-2243).
+    expect(sent!.headers["mcp-name"]).toBe(`=?base64?${Buffer.from("söök").toString("base64")}?=`)
+    expect(sent!.headers["x-api-key"]).toBe("fixed")
+    expect(sent!.headers["mcp-session-id"]).toBeUndefined()
+  })
+
+  it("sends a 2025-era request with the session id and no envelope", async () => {
+    script = echoResult
+    await channel(legacy).call("tools/call", { name: "echo" }, "echo", options())
+    const [sent] = backend.requests
+    expect(JSON.parse(sent!.body).params).toEqual({ name: "echo" })
+    expect(sent!.headers["mcp-session-id"]).toBe("session-1")
+    expect(sent!.headers["mcp-protocol-version"]).toBe("2025-11-25")
+    expect(sent!.headers["mcp-method"]).toBeUndefined()
+  })
+
+  it("passes a JSON-RPC error through, including a 2026-07-28 backend's HTTP 400 with a JSON-RPC body", async () => {
+    script = (body) =>
+      json({ jsonrpc: "2.0", id: body["id"], error: { code: -32602, message: "bad q", data: { at: "q" } } }, 400)
+    const answer = await channel(modern).call("tools/call", { name: "x" }, "x", options())
+    expect(answer).toEqual({ ok: false, error: { code: -32602, message: "bad q", data: { at: "q" } } })
+  })
+
+  it("reads an SSE answer: progress for this call is relayed, a request from the backend is declined", async () => {
+    script = (body) => {
+      const token = (body["params"] as { _meta: { progressToken: string } })._meta.progressToken
+      return sse([
+        ": keep-alive comment\n\n",
+        event({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1 } }),
+        event({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "other", progress: 9 } }),
+        event({ jsonrpc: "2.0", id: 41, method: "sampling/createMessage", params: {} }),
+        event({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 2 } }),
+        event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } })
+      ])
+    }
+    const progress: Array<unknown> = []
+    const answer = await channel(legacy).call("tools/call", { name: "x" }, "x", {
+      ...options(),
+      onProgress: (update) => progress.push(update)
+    })
+    expect(answer).toEqual({ ok: true, result: { content: [] } })
+    expect(progress).toEqual([{ progress: 1 }, { progress: 2 }])
+    await expect
+      .poll(() => backend.requests.map((request) => JSON.parse(request.body)).find((message) => message.id === 41))
+      .toEqual({ jsonrpc: "2.0", id: 41, error: { code: -32601, message: "Method not found" } })
+  })
+
+  it.each([
+    ["an HTTP 500", () => new Response("boom", { status: 500 })],
+    ["a body that is not JSON", () => new Response("{nope", { headers: { "content-type": "application/json" } })],
+    ["an answer to another id", () => json({ jsonrpc: "2.0", id: "someone-else", result: {} })],
+    [
+      "a result that is not an object",
+      (body: Record<string, unknown>) => json({ jsonrpc: "2.0", id: body["id"], result: 7 })
+    ],
+    ["a stream that ends without the answer", () => sse([event({ jsonrpc: "2.0", method: "notifications/message" })])],
+    ["an unexpected content type", () => new Response("<html>", { headers: { "content-type": "text/html" } })]
+  ] as const)("treats %s as a failed call", async (_, answer) => {
+    script = answer as Script
+    const failure = await failureOf(channel(modern).call("tools/call", { name: "x" }, "x", options()))
+    expect(failure).toBeInstanceOf(ChannelFailure)
+    expect((failure as ChannelFailure).reason).toBe("failed")
+    // The reason is safe to log: it never quotes the backend's body.
+    expect((failure as ChannelFailure).message).not.toMatch(/boom|nope|<html>/)
+  })
+
+  it("refuses an answer larger than its limit, JSON or one SSE event", async () => {
+    const big = "x".repeat(4_096)
+    for (const answer of [
+      (body: Record<string, unknown>) => json({ jsonrpc: "2.0", id: body["id"], result: { big } }),
+      (body: Record<string, unknown>) => sse([event({ jsonrpc: "2.0", id: body["id"], result: { big } })])
+    ]) {
+      script = answer
+      const failure = await failureOf(
+        channel(modern, { maxAnswer: 1_024 }).call("tools/call", { name: "x" }, "x", options())
+      )
+      expect((failure as ChannelFailure).message).toMatch(/too large/)
+    }
+  })
+
+  it("a 401 drops the cached token and retries once with a fresh one; a second 401 fails", async () => {
+    let issued = 0
+    const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+    script = (body, request) =>
+      request.headers.get("authorization") === "Bearer token-1" ? echoResult(body) : new Response(null, { status: 401 })
+    const answer = await channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options())
+    expect(answer.ok).toBe(true)
+    expect(backend.requests.map((request) => request.headers["authorization"])).toEqual([
+      "Bearer token-0",
+      "Bearer token-1"
+    ])
+    script = () => new Response(null, { status: 401 })
+    const failure = await failureOf(channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).reason).toBe("failed")
+  })
+
+  it("a deadline ends the call; a 2025-era backend is then sent notifications/cancelled for it", async () => {
+    script = () => new Promise<Response>(() => {})
+    const failure = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options({ timeoutMs: 100 })))
+    expect((failure as ChannelFailure).reason).toBe("timeout")
+    const callId = JSON.parse(backend.requests[0]!.body).id
+    await expect
+      .poll(() =>
+        backend.requests.map((request) => JSON.parse(request.body)).find((m) => m.method === "notifications/cancelled")
+      )
+      .toMatchObject({ params: { requestId: callId } })
+  })
+
+  it("the caller's cancellation ends the call; a 2026-07-28 backend learns it from the request closing only", async () => {
+    script = () => new Promise<Response>(() => {})
+    const controller = new AbortController()
+    const call = failureOf(
+      channel(modern).call("tools/call", { name: "x" }, "x", options({ signal: controller.signal }))
+    )
+    await expect.poll(() => backend.requests.length).toBe(1)
+    controller.abort()
+    expect(((await call) as ChannelFailure).reason).toBe("cancelled")
+    await new Promise((done) => setTimeout(done, 100))
+    expect(backend.requests).toHaveLength(1)
+  })
+
+  it("a token Node cannot send as a header fails the call instead of the process", async () => {
+    script = echoResult
+    const tokens = { token: async () => "bad\r\nInjected: yes" }
+    const failure = await failureOf(channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).reason).toBe("failed")
+    expect(backend.requests).toHaveLength(0)
+  })
+
+  it("a stream kept open after its answer is answered at once, then closed, and nothing more is read", async () => {
+    let closed = false
+    script = (body, request) => {
+      request.signal.addEventListener("abort", () => {
+        closed = true
+      })
+      const answer = new TextEncoder().encode(event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } }))
+      const chatter = new TextEncoder().encode(event({ jsonrpc: "2.0", method: "notifications/message", params: {} }))
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(answer)
+          const timer = setInterval(() => controller.enqueue(chatter), 50)
+          request.signal.addEventListener("abort", () => clearInterval(timer))
+        }
+      })
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } })
+    }
+    const started = Date.now()
+    expect(await channel(modern).call("tools/call", { name: "x" }, "x", options())).toEqual({
+      ok: true,
+      result: { content: [] }
+    })
+    expect(Date.now() - started).toBeLessThan(500)
+    await expect.poll(() => closed, { timeout: 3_000 }).toBe(true)
+  })
+
+  it("a 4xx the backend refuses one request with is no reason to probe it; a 5xx or 404 is", async () => {
+    for (const [status, probe] of [
+      [413, false],
+      [400, false],
+      [404, true],
+      [503, true]
+    ] as const) {
+      script = () => new Response("no", { status })
+      const failure = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options()))
+      expect([status, (failure as ChannelFailure).probe]).toEqual([status, probe])
+    }
+  })
+
+  it("a 404 to a request that carried a session id says the session is gone (nothing ran); without one it does not", async () => {
+    script = () => new Response("gone", { status: 404 })
+    const lost = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options()))
+    expect((lost as ChannelFailure).sessionLost).toBe(true)
+    const plain = await failureOf(channel(modern).call("tools/call", { name: "x" }, "x", options()))
+    expect((plain as ChannelFailure).sessionLost).toBe(false)
+  })
+
+  it("an unreachable backend is a failed call, not a hang", async () => {
+    const down = makeBackendChannel({
+      url: new URL("http://127.0.0.1:1/mcp"),
+      headers: {},
+      tokens: undefined,
+      agents,
+      session: () => modern,
+      clientInfo: { name: "gateway", version: "test" }
+    })
+    const failure = await failureOf(down.call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).reason).toBe("failed")
+  })
+})
+
+describe("the SSE decoder", () => {
+  it("splits events across chunk boundaries and CRLF lines, joins multi-line data, skips other event types", () => {
+    const seen: Array<string> = []
+    const decoder = new SseDecoder((data) => seen.push(data))
+    for (const chunk of [
+      'data: {"a"',
+      ":1}\r\n\r\nevent: ping\ndata: skipped\n\n",
+      "data: line one\ndata: line two\n",
+      "\n: comment\n\n"
+    ]) {
+      decoder.push(chunk)
+    }
+    expect(seen).toEqual(['{"a":1}', "line one\nline two"])
+    decoder.push("data: unfinished")
+    expect(decoder.pending).toBe("data: unfinished".length)
+  })
+})

@@ -1,0 +1,105 @@
+/**
+ * The node:http `fetch` the MCP client uses towards backends (src/mcp/upstream/fetch.ts), and the headers
+ * the /mcp route hands to the SDK: what each must keep from the web-standard contract it replaces.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { sdkRequestHeaders } from "../../../src/mcp/edge/post.js"
+import { makeBackendFetch } from "../../../src/mcp/upstream/fetch.js"
+
+let server: Server
+let base: string
+const seen: Array<{ method: string; headers: IncomingMessage["headers"]; body: string }> = []
+const sockets = new Set<unknown>()
+
+const routes: Record<string, (response: ServerResponse) => void> = {
+  "/json": (response) => response.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}'),
+  "/moved": (response) => response.writeHead(307, { location: "/json" }).end(),
+  "/accepted": (response) => response.writeHead(202).end(),
+  "/events": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    response.write('event: message\ndata: {"first":true}\n\n')
+    // The second event never comes: a streamed body must not wait for the end.
+  },
+  "/hang": () => {}
+}
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      seen.push({ method: request.method ?? "", headers: request.headers, body: Buffer.concat(chunks).toString() })
+      routes[request.url ?? ""]?.(response)
+    })
+  })
+  server.on("connection", (socket) => {
+    sockets.add(socket)
+    socket.on("close", () => sockets.delete(socket))
+  })
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(() => {
+  server.closeAllConnections()
+  server.close()
+})
+
+describe("backend fetch", () => {
+  it("sends method, headers and body, and reads a JSON answer whole over a kept-alive connection", async () => {
+    const { fetch, close } = makeBackendFetch()
+    const headers = new Headers({ "content-type": "application/json", "x-api-key": "fixed" })
+    for (const id of [1, 2]) {
+      const response = await fetch(`${base}/json`, { method: "POST", headers, body: `{"id":${id}}` })
+      expect([response.status, response.headers.get("content-type")]).toEqual([200, "application/json"])
+      expect(await response.json()).toEqual({ ok: true })
+    }
+    expect(seen.slice(-2).map((each) => [each.method, each.headers["x-api-key"], each.body])).toEqual([
+      ["POST", "fixed", '{"id":1}'],
+      ["POST", "fixed", '{"id":2}']
+    ])
+    expect(sockets.size).toBe(1)
+    close()
+    await new Promise((done) => setTimeout(done, 50))
+    expect(sockets.size).toBe(0)
+  })
+
+  it("hands redirects back instead of following them, and gives bodiless answers a null body", async () => {
+    const { fetch, close } = makeBackendFetch()
+    const moved = await fetch(`${base}/moved`, { method: "POST", body: "{}" })
+    expect([moved.status, moved.headers.get("location")]).toEqual([307, "/json"])
+    const accepted = await fetch(`${base}/accepted`, { method: "POST", body: "{}" })
+    expect(accepted.status).toBe(202)
+    close()
+  })
+
+  it("streams an event-stream answer, and the abort signal cancels a request in flight", async () => {
+    const { fetch, close } = makeBackendFetch()
+    const controller = new AbortController()
+    const events = await fetch(`${base}/events`, { method: "POST", body: "{}", signal: controller.signal })
+    const reader = events.body!.getReader()
+    const first = await reader.read()
+    expect(new TextDecoder().decode(first.value)).toContain('"first":true')
+    controller.abort()
+    await expect(reader.read()).rejects.toThrow()
+
+    const hanging = new AbortController()
+    const pending = fetch(`${base}/hang`, { method: "POST", body: "{}", signal: hanging.signal })
+    setTimeout(() => hanging.abort(), 50)
+    await expect(pending).rejects.toThrow(/abort/i)
+    close()
+  })
+})
+
+describe("the request the SDK sees", () => {
+  it("carries the MCP headers but never the credentials", () => {
+    const headers = sdkRequestHeaders({
+      "content-type": "application/json",
+      "mcp-protocol-version": "2026-07-28",
+      authorization: "Bearer secret-token",
+      cookie: "session=secret"
+    })
+    expect([...headers.keys()].sort()).toEqual(["content-type", "mcp-protocol-version"])
+  })
+})
