@@ -61,8 +61,7 @@ describe("backend fetch", () => {
     ])
     expect(sockets.size).toBe(1)
     close()
-    await new Promise((done) => setTimeout(done, 50))
-    expect(sockets.size).toBe(0)
+    await expect.poll(() => sockets.size).toBe(0)
   })
 
   it("hands redirects back instead of following them, and gives bodiless answers a null body", async () => {
