@@ -1,4 +1,5 @@
-// autocannon ships no types and @types/autocannon is not a dependency: only what the bench uses.
+// autocannon ships no types and @types/autocannon is not a dependency: only what the bench and the
+// heap probe (test/support/heap-probe.ts) use.
 declare module "autocannon" {
   export interface Options {
     readonly url: string
@@ -6,6 +7,15 @@ declare module "autocannon" {
     readonly body?: string
     readonly connections?: number
     readonly duration?: number
+    /** Stop after this many requests instead of after `duration`. */
+    readonly amount?: number
+    /** Requests sent in turn on every connection. */
+    readonly requests?: ReadonlyArray<{
+      readonly method?: "GET" | "POST"
+      readonly path?: string
+      readonly headers?: Readonly<Record<string, string>>
+      readonly body?: string
+    }>
     readonly pipelining?: number
     readonly timeout?: number
     readonly headers?: Readonly<Record<string, string>>

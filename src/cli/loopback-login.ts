@@ -68,11 +68,15 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
               return
             }
             const params = url.searchParams
-            response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
             if (params.get("state") !== state) {
+              // Not this sign-in's answer (anything on the machine can reach this port): ignored, so a
+              // stray or hostile request cannot end the sign-in; the real answer may still come.
+              response.writeHead(400, { "content-type": "text/html; charset=utf-8" })
               response.end(page("Sign-in failed", "The answer did not belong to this sign-in."))
-              refuse(new Error("the authorization answer carried another state"))
-            } else if (params.get("code") === null) {
+              return
+            }
+            response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+            if (params.get("code") === null) {
               const reason = params.get("error_description") ?? params.get("error") ?? "no code"
               response.end(page("Sign-in failed", "The gateway refused the sign-in; see the terminal."))
               refuse(new Error(`the gateway refused the sign-in: ${reason}`))

@@ -58,7 +58,7 @@ export const describeActual = (actual: unknown): string => {
     const shown = actual.length > maxEcho ? `${actual.slice(0, maxEcho)}…` : actual
     return JSON.stringify(shown)
   }
-  if (Array.isArray(actual)) return "a list"
+  if (Array.isArray(actual)) return actual.length === 0 ? "an empty list" : "a list"
   if (actual === null) return "null"
   if (actual === undefined) return "nothing"
   if (typeof actual === "object") return "a mapping"

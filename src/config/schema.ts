@@ -93,7 +93,11 @@ export const Admin = Schema.Struct({
   listen: withDefault(NonEmpty, () => "127.0.0.1:8081"),
   public_url: Schema.optional(Url),
   client_id: Schema.optional(NonEmpty),
-  required_scopes: withDefault(Schema.Array(NonEmpty), () => ["gateway:admin"]),
+  // At least one: with none, every enabled user with a token for the admin resource would administer.
+  required_scopes: withDefault(
+    Schema.Array(NonEmpty).pipe(Schema.minItems(1, { message: () => "must name at least one scope" })),
+    () => ["gateway:admin"]
+  ),
   approvals: withDefault(
     Schema.Struct({
       policy_changes: withDefault(PolicyChanges, () => ({

@@ -30,7 +30,10 @@ export const runInGeneration =
   (inFlight: RequestsInFlight, requestTimeout: Duration.Duration) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.flatMap(Effect.forkDaemon(app), (fiber) => {
+      // The fiber ends in an Exit, never a failure: a failed fiber nobody joins is reported by the runtime
+      // as "Fiber terminated with an unhandled error" (and its cause kept alive for that), though the
+      // failure is the request's answer.
+      Effect.flatMap(Effect.forkDaemon(Effect.exit(app)), (fiber) => {
         let timedOut = false
         const timer = setTimeout(() => {
           timedOut = true
@@ -42,7 +45,8 @@ export const runInGeneration =
         return Fiber.await(fiber).pipe(
           Effect.onInterrupt(() => Fiber.interrupt(fiber)),
           Effect.ensuring(Effect.sync(() => clearTimeout(timer))),
-          Effect.flatMap((exit): Effect.Effect<HttpServerResponse.HttpServerResponse, E | HttpError> => {
+          Effect.flatMap((outer): Effect.Effect<HttpServerResponse.HttpServerResponse, E | HttpError> => {
+            const exit = Exit.isSuccess(outer) ? outer.value : Exit.failCause(outer.cause)
             if (Exit.isSuccess(exit) || !Cause.isInterruptedOnly(exit.cause)) return exit
             return Effect.fail(timedOut ? requestTimedOut(requestTimeout) : cancelledByGeneration)
           })

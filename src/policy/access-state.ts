@@ -119,6 +119,7 @@ export const AccessStateLive = Layer.scoped(
         if (known !== undefined) return known
         const found = yield* users.findEnterprise(namespace, subject)
         const id = Option.isSome(found) ? found.value.id : yield* provision(namespace, subject)
+        if (externalIds.size >= MAX_USERS) externalIds.clear()
         externalIds.set(subject, id)
         return id
       })
@@ -130,7 +131,7 @@ export const AccessStateLive = Layer.scoped(
         const created = yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              yield* versions.bump
+              const version = yield* versions.bump
               const id = yield* users.insertEnterprise({
                 namespace,
                 externalSubject: subject,
@@ -150,28 +151,31 @@ export const AccessStateLive = Layer.scoped(
                 detail: { namespace, external_subject: subject, status: bootstrap ? "enabled" : "pending", bootstrap },
                 requestId: undefined
               })
-              return id
+              return { id, version }
             })
           )
           .pipe(
             Effect.map(Option.some),
             // The repositories turn a refused INSERT into a defect; the unique identity key is the likely one.
-            Effect.catchAll(() => Effect.succeed(Option.none<string>())),
-            Effect.catchAllDefect(() => Effect.succeed(Option.none<string>()))
+            Effect.catchAll(() => Effect.succeed(Option.none<{ id: string; version: number }>())),
+            Effect.catchAllDefect(() => Effect.succeed(Option.none<{ id: string; version: number }>()))
           )
         if (Option.isNone(created)) {
           // Another request created it first (the unique identity key refused this one).
           const existing = yield* users.findEnterprise(namespace, subject)
           return Option.getOrThrowWith(existing, () => new Error("enterprise identity could not be created")).id
         }
+        // Told like any other write, so the poll does not take this process's own insert for a
+        // foreign change and reload everything (one reload per new subject would be a lever for load).
+        yield* changed({ users: [created.value.id], version: created.value.version })
         yield* securityEvent("identity.user_created", {
           target_kind: "user",
-          target_id: created.value,
+          target_id: created.value.id,
           namespace,
           external_subject: subject,
           status: bootstrap ? "enabled" : "pending"
         })
-        return created.value
+        return created.value.id
       })
 
     const notify = () => {
@@ -188,7 +192,16 @@ export const AccessStateLive = Layer.scoped(
         }
         if (everything) externalIds.clear()
         for (const id of change.users ?? []) grants.delete(id)
-        if (change.version !== undefined && change.version > seenVersion) seenVersion = change.version
+        if (change.version !== undefined && change.version > seenVersion) {
+          // A version this process did not write lies between: another process changed something
+          // the poll has not seen yet, and moving past it would hide that change for good.
+          if (change.version !== seenVersion + 1) {
+            groupIndex = undefined
+            grants.clear()
+            externalIds.clear()
+          }
+          seenVersion = change.version
+        }
         notify()
       })
 

@@ -4,7 +4,7 @@ import type { MembershipRow } from "../store/memberships.js"
 import type { UserRow } from "../store/users.js"
 import { type JsonPointer, parsePointer } from "./json-pointer.js"
 import type { AccessEntry, Role } from "./permissions.js"
-import type { RoleScopes } from "./roles.js"
+import { type RoleScopes, roleScopeNames } from "./roles.js"
 
 /**
  * A user's effective access (spec: Authorization model 1-2, 6): the union over their active direct
@@ -121,7 +121,9 @@ export const compileRules = (entry: AccessEntry): ReadonlyArray<CompiledRule> =>
     allowed: new Set(rule.allowed_values)
   }))
 
-const digest = (parts: ReadonlyArray<string>) => createHash("sha256").update(parts.join("\n")).digest("base64url")
+// JSON, not a join: names may contain any separator, and two different grants must never share a key
+// (the key selects cached tools/list pages, so a collision would show one caller another's tools).
+const digest = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("base64url")
 
 /**
  * The sources of `user`'s access: direct memberships of enabled permission groups, and enabled
@@ -174,6 +176,7 @@ export const buildGrant = (
   const sources = sourcesOf(user, memberships, groups)
   const roles = new Set<Role>()
   const scopes = new Set<string>()
+  const reserved = new Set(roleScopeNames(settings.roleScopes))
   const builders = new Map<string, EndpointBuilder>()
   for (const source of sources) {
     const permissions = source.group.permissions
@@ -182,7 +185,8 @@ export const buildGrant = (
       roles.add(role)
       for (const scope of settings.roleScopes.get(role) ?? []) scopes.add(scope)
     }
-    for (const scope of permissions.scopes) scopes.add(scope)
+    // Administrative scopes only through roles (a hand-edited row cannot grant them either).
+    for (const scope of permissions.scopes) if (!reserved.has(scope)) scopes.add(scope)
     for (const entry of permissions.access) {
       let builder = builders.get(entry.endpoint_id)
       if (builder === undefined) {
@@ -204,11 +208,11 @@ export const buildGrant = (
   const endpoints = new Map<string, EndpointAccess>()
   for (const [id, builder] of builders) {
     const key = digest([
-      sorted(builder.tools.keys()).join(","),
-      sorted(builder.writable).join(","),
-      sorted(builder.prompts).join(","),
-      String(builder.readResources),
-      String(builder.subscribe)
+      sorted(builder.tools.keys()),
+      sorted(builder.writable),
+      sorted(builder.prompts),
+      builder.readResources,
+      builder.subscribe
     ])
     const { tools, writable, prompts, readResources, subscribe } = builder
     endpoints.set(id, new EntriesAccess(tools, writable, prompts, readResources, subscribe, key))

@@ -11,6 +11,7 @@ import { AccessState, type PolicyChange } from "./access-state.js"
 import { keepingLocalAdministrator } from "./last-administrator.js"
 import type { Permissions } from "./permissions.js"
 import { type PolicyRefused, refuse } from "./refusal.js"
+import { roleScopeNames } from "./roles.js"
 
 /** Who makes a change: the administrator's user id and kind (from their verified token). */
 export interface Actor {
@@ -71,6 +72,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     const audit = yield* AuditEventRepo
     const sessions = yield* SessionRepo
     const state = yield* AccessState
+    const roleScopes = new Set(roleScopeNames(state.settings.roleScopes))
 
     interface Outcome<A> {
       readonly value: A
@@ -81,15 +83,23 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     /** Runs `work` in the policy transaction, then tells the in-memory policy and the log. */
     const transaction = <A>(work: Effect.Effect<Outcome<A>, PolicyRefused, SqlClient.SqlClient>) =>
       Effect.gen(function* () {
-        const { outcome, version } = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              const version = yield* versions.bump
-              return { outcome: yield* work, version }
-            })
+        // Once committed, the in-memory policy is told even if the request is interrupted right then
+        // (a change it never heard of would otherwise wait for the poll).
+        const { outcome } = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.tap(
+            restore(
+              sql
+                .withTransaction(
+                  Effect.gen(function* () {
+                    const version = yield* versions.bump
+                    return { outcome: yield* work, version }
+                  })
+                )
+                .pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
+            ),
+            ({ outcome, version }) => state.changed({ ...outcome.change, version })
           )
-          .pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
-        yield* state.changed({ ...outcome.change, version })
+        )
         if (outcome.event !== undefined) yield* securityEvent(outcome.event.name, outcome.event.fields)
         return outcome.value
       })
@@ -136,6 +146,41 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
             )
           }
         }
+      })
+
+    /**
+     * Administrative scopes come only from roles (docs/access-policy.md, "Roles"): a plain `scopes`
+     * entry naming one would grant administration past the role, and past the last-administrator rule
+     * that counts role holders.
+     */
+    const checkPermissions = (permissions: Permissions) =>
+      Effect.gen(function* () {
+        for (const [index, scope] of permissions.scopes.entries()) {
+          if (roleScopes.has(scope)) {
+            return yield* refuse(
+              "invalid_request",
+              `permissions.scopes[${index}]: "${scope}" is an administrative scope; grant it through permissions.roles`
+            )
+          }
+        }
+      })
+
+    /**
+     * Roles on a group mapped from organization groups reach everyone in those groups: like the
+     * mapping itself, only the built-in administrator may give such a group roles or map a group that has them.
+     */
+    const checkMappedRoles = (
+      actor: Actor,
+      before: { readonly roles: ReadonlyArray<string>; readonly sources: ReadonlyArray<string> },
+      after: { readonly roles: ReadonlyArray<string>; readonly sources: ReadonlyArray<string> }
+    ) =>
+      Effect.gen(function* () {
+        if (actor.kind === "builtin_admin" || after.sources.length === 0 || after.roles.length === 0) return
+        if (same(before.roles, after.roles) && before.sources.length > 0) return
+        return yield* refuse(
+          "builtin_administrator_required",
+          "Only the built-in administrator may give roles to a permission group mapped from organization groups."
+        )
       })
 
     const nameFree = (name: string, except: string | undefined) =>
@@ -224,6 +269,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
       return yield* transaction(
         Effect.gen(function* () {
           yield* nameFree(create.name, undefined)
+          yield* checkPermissions(create.permissions)
           yield* checkSources(actor, create.sourceGroups, [])
           const at = new Date(yield* Clock.currentTimeMillis)
           const id = yield* groups.insertPermissionGroup({ ...create, at })
@@ -294,7 +340,13 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
           }
         }
         if (update.name !== undefined && update.name !== group.name) yield* nameFree(update.name, group.id)
+        if (update.permissions !== undefined) yield* checkPermissions(update.permissions)
         if (update.sourceGroups !== undefined) yield* checkSources(actor, update.sourceGroups, group.source_groups)
+        const before = { roles: group.permissions?.roles ?? [], sources: group.source_groups }
+        yield* checkMappedRoles(actor, before, {
+          roles: update.permissions?.roles ?? before.roles,
+          sources: update.sourceGroups ?? before.sources
+        })
       })
 
     /**

@@ -40,5 +40,14 @@ const levels = {
   error: LogLevel.Error
 } as const
 
+/**
+ * Effect's default loggers also copy every log line into the current span as an event. No tracer is
+ * exported here, and a span that outlives requests (the generation's, which its runtime inherits)
+ * would keep every line it was given: at debug, ~100 bytes per request for the life of the process.
+ */
 export const loggerLayer = (level: keyof typeof levels = "info") =>
-  Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.minimumLogLevel(levels[level]))
+  Layer.mergeAll(
+    Logger.replace(Logger.defaultLogger, jsonLogger),
+    Logger.remove(Logger.tracerLogger),
+    Logger.minimumLogLevel(levels[level])
+  )

@@ -119,6 +119,12 @@ admin: { listen: "127.0.0.1:${adminPort}" }
     expect(url.searchParams.get("resource")).toBe(`http://127.0.0.1:${adminPort}`)
     expect(url.searchParams.get("code_challenge_method")).toBe("S256")
     expect(url.searchParams.get("redirect_uri")).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/)
+    // Anything on the machine can reach the loopback port: an answer with another state is turned
+    // away and does not end the sign-in.
+    const stray = new URL(url.searchParams.get("redirect_uri")!)
+    stray.searchParams.set("state", "not-this-sign-in")
+    stray.searchParams.set("error", "access_denied")
+    expect((await fetch(stray)).status).toBe(400)
     const { callback, page } = await signInThroughPages(url.toString())
     expect(callback.searchParams.get("state")).toBe(url.searchParams.get("state"))
     expect(page).toContain("You are signed in")

@@ -145,6 +145,21 @@ describe("effective access", () => {
       expect(String(notOrganization.body["error_description"])).toContain("only organization groups")
       const ok = yield* admin.post("/api/v1/identities/groups", { name: "Mapped", source_groups: [sales] })
       expect(ok.status).toBe(201)
+      // Roles on a mapped group reach the whole organization group: only the built-in administrator
+      // gives them. Alice may still change what the mapped group grants.
+      const mappedId = String(ok.body["id"])
+      const withRole = yield* other.put(
+        `/api/v1/identities/groups/${mappedId}`,
+        { permissions: { roles: ["admin"] } },
+        ifMatch(ok.body)
+      )
+      expect(withRole).toMatchObject({ status: 403, body: { error: "builtin_administrator_required" } })
+      const withAccess = yield* other.put(
+        `/api/v1/identities/groups/${mappedId}`,
+        { permissions: { access: [{ endpoint_id: "alpha", tools: ["echo"] }] } },
+        ifMatch(ok.body)
+      )
+      expect(withAccess.status).toBe(200)
       // Organization groups cannot take direct members.
       const users = (yield* admin.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
       const aliceRecord = users.find((user) => user["id"] === alice)!

@@ -193,7 +193,13 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
         ],
         [{ name: "x", permissions: { scopes: ["has space"] } }, 400, "permissions.scopes[0]: expected a scope name"],
         [{ name: "x", __proto__: { admin: true }, enabled: "yes" }, 400, "enabled: expected true or false"],
-        [{ name: "x", source_groups: ["no-such-group"] }, 400, 'source_groups[0]: no group "no-such-group"']
+        [{ name: "x", source_groups: ["no-such-group"] }, 400, 'source_groups[0]: no group "no-such-group"'],
+        // Administrative scopes come only through roles (the last-administrator rule counts role holders).
+        [
+          { name: "x", permissions: { scopes: ["crm:read", "gateway:admin"] } },
+          400,
+          'permissions.scopes[1]: "gateway:admin" is an administrative scope; grant it through permissions.roles'
+        ]
       ]
       for (const [body, status, message] of cases) {
         const answer = yield* api.post("/api/v1/identities/groups", body)

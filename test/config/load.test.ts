@@ -187,6 +187,13 @@ describe("loadConfig rejects bad input with every problem at once", () => {
     ])
   })
 
+  it("admin.required_scopes names at least one scope (none would make every user an administrator)", () => {
+    const problems = problemsOf(yamlOf({ admin: { required_scopes: [] } }))
+    expect(problems.map((each) => `${each.path}: ${each.message}`)).toEqual([
+      "admin.required_scopes: must name at least one scope, got an empty list"
+    ])
+  })
+
   it("a huge duration is a problem, not an overflow", () => {
     const problems = problemsOf(yamlOf({ drain_timeout: "99999999999999999999999h" }))
     expect(problems.map((each) => each.message)).toEqual(['duration is too large, got "99999999999999999999999h"'])

@@ -16,5 +16,10 @@ export const shiftedClock = () => {
     currentTimeNanos: Effect.sync(() => live.unsafeCurrentTimeNanos() + BigInt(offset) * 1_000_000n),
     sleep: (duration: Duration.Duration) => live.sleep(duration)
   }
-  return { clock, advance: (ms: number) => void (offset += ms) }
+  return {
+    clock,
+    advance: (ms: number) => {
+      offset += ms
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { isJsonContentType } from "@modelcontextprotocol/server"
-import { Cause, Context, Duration, Effect, type Exit, Layer, LogLevel, Option, Runtime } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, LogLevel, Option, Runtime } from "effect"
 import { BearerVerifier } from "../../bearer/verifier.js"
 import { Config } from "../../config/service.js"
 import { HttpError } from "../../http/error-body.js"
@@ -48,6 +48,10 @@ const deadlineMargin = 25
 
 /** Why a request's controller aborted: the reason is the answer, when headers are not out yet. */
 const disconnected = Symbol("disconnected")
+const accessWithdrawn = Symbol("access withdrawn")
+
+/** How often an open `subscriptions/listen` stream re-checks its token, session and permission. */
+export const STREAM_RECHECK_MS = 30_000
 
 // Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
 const withheldHeaders = new Set(["authorization", "cookie"])
@@ -92,9 +96,12 @@ export const McpPostLive = Layer.scoped(
      * I/O (a cached token and policy), which is the common case.
      */
     const authorize = (authorization: string | undefined): Promise<View> => {
-      const fiber = runFork(Effect.flatMap(verifier.verify(authorization), engine.view))
+      // The fiber ends in an Exit, never a failure: a failed fiber nobody joins is reported by the
+      // runtime ("Fiber terminated with an unhandled error") and its cause kept for that report.
+      const fiber = runFork(Effect.exit(Effect.flatMap(verifier.verify(authorization), engine.view)))
       const done = fiber.unsafePoll()
-      const settle = (exit: Exit.Exit<View, HttpError>) => {
+      const settle = (outer: Exit.Exit<Exit.Exit<View, HttpError>>) => {
+        const exit = outer._tag === "Success" ? outer.value : Exit.failCause(outer.cause)
         if (exit._tag === "Success") return exit.value
         const failure = Cause.failureOption(exit.cause)
         throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
@@ -125,9 +132,12 @@ export const McpPostLive = Layer.scoped(
       started: number
     ) => {
       if (!allowedOrigin) throw originRefused
-      const view = await authorize(request.headers.authorization)
+      // Refused before the body is read; and decided again once it has arrived, so a request whose
+      // body was held back while access was withdrawn or the session revoked runs with today's access.
+      await authorize(request.headers.authorization)
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
       const parsed = parseMessage(await readBody(request, signal))
+      const view = await authorize(request.headers.authorization)
       if (parsed._tag === "Rejected") {
         const { status, code, message } = parsed.rejection
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
@@ -156,6 +166,32 @@ export const McpPostLive = Layer.scoped(
         ).pipe(Effect.annotateLogs(annotations))
       )
 
+    /**
+     * A `subscriptions/listen` stream lives until the client or the generation ends it, or until its
+     * caller may no longer subscribe: decided again after every policy change and every
+     * `STREAM_RECHECK_MS` (a revoked session, an expired token).
+     */
+    const watchStream = (request: IncomingMessage, response: ServerResponse, controller: AbortController) => {
+      const end = (reason: string, subject: string | undefined) => {
+        if (controller.signal.aborted) return
+        controller.abort(accessWithdrawn)
+        log(LogLevel.Info, "policy.listen_closed", { event: "policy.listen_closed", reason, subject: subject ?? null })
+      }
+      const recheck = () =>
+        authorize(request.headers.authorization).then(
+          (view) => {
+            if (!view.subscribes) end("subscribe_withdrawn", view.caller.subject)
+          },
+          (error: unknown) => end(error instanceof HttpError ? error.code : "refused", undefined)
+        )
+      const unsubscribe = engine.onChange(() => void recheck())
+      const interval = setInterval(() => void recheck(), STREAM_RECHECK_MS)
+      response.once("close", () => {
+        unsubscribe()
+        clearInterval(interval)
+      })
+    }
+
     const handle = (request: IncomingMessage, response: ServerResponse) => {
       const started = performance.now()
       const startedAt = Date.now()
@@ -170,8 +206,10 @@ export const McpPostLive = Layer.scoped(
         requestId,
         { ...corsHeaders(allowedOrigin ? origin : undefined), "x-request-id": requestId },
         acceptsStream(request.headers.accept),
-        // A `subscriptions/listen` stream lives until the client or the generation ends it.
-        () => clearTimeout(timer)
+        () => {
+          clearTimeout(timer)
+          watchStream(request, response, controller)
+        }
       )
       response.once("close", () => {
         clearTimeout(timer)
