@@ -1,6 +1,7 @@
-import type { HttpServerRequest } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { issueProblems } from "../config/issues.js"
+import { bodyText } from "../http/read-body.js"
 import { isRecord } from "../json.js"
 import { apiError } from "./errors.js"
 
@@ -25,10 +26,12 @@ export const readJsonObject = (request: HttpServerRequest.HttpServerRequest) =>
     const declared = Number(request.headers["content-length"] ?? 0)
     const tooLarge = apiError(413, "payload_too_large", `The body is larger than ${MAX_BODY_BYTES} bytes.`)
     if (declared > MAX_BODY_BYTES) return yield* tooLarge
-    const text = yield* request.text.pipe(Effect.either)
+    const text = yield* bodyText(MAX_BODY_BYTES).pipe(
+      Effect.provideService(HttpServerRequest.HttpServerRequest, request),
+      Effect.either
+    )
     if (Either.isLeft(text)) {
-      const cause = text.left.cause
-      return yield* cause instanceof Error && cause.message.includes("maxBytes")
+      return yield* text.left.reason === "too_large"
         ? tooLarge
         : apiError(400, "invalid_request", "The body could not be read.")
     }

@@ -74,7 +74,9 @@ export const Server = Schema.Struct({
   public_url: Url,
   listen: NonEmpty,
   /** Peers whose `X-Forwarded-For` names the client (IP addresses or CIDR blocks); reloadable. */
-  trusted_proxies: withDefault(Schema.Array(NonEmpty), () => [])
+  trusted_proxies: withDefault(Schema.Array(NonEmpty), () => []),
+  /** Open connections per listener before new ones are kept for health probes only; reloadable. */
+  max_connections: withDefault(Schema.Int.pipe(Schema.between(16, 1_000_000)), () => 8192)
 })
 
 export const PolicyChanges = Schema.Struct({

@@ -1,7 +1,7 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { errorResponse, HttpError } from "./error-body.js"
 import {
@@ -71,13 +71,20 @@ const handle = <E, R>(app: HttpApp.Default<E, R>, requestId: string, accessLog: 
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const started = performance.now()
-    const response = yield* app.pipe(Effect.catchAllCause((cause) => answerFailure(cause, requestId)))
-    const status = response.status
-    if (shouldLogAccess(accessLog, status)) {
-      yield* Effect.logWithLevel(accessLogLevel(status), "request").pipe(
-        Effect.annotateLogs(accessFields(request.method, request.url, status, started))
+    // The access line says what was sent, when the exchange ended: 499 (as nginx logs it) when the
+    // client went away before any answer.
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const sent = NodeHttpServerRequest.toServerResponse(request)
+    sent.once("close", () => {
+      const status = sent.headersSent ? sent.statusCode : 499
+      if (!shouldLogAccess(accessLog, status)) return
+      runFork(
+        Effect.logWithLevel(accessLogLevel(status), "request").pipe(
+          Effect.annotateLogs(accessFields(request.method, request.url, status, started))
+        )
       )
-    }
+    })
+    const response = yield* app.pipe(Effect.catchAllCause((cause) => answerFailure(cause, requestId)))
     return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })
 

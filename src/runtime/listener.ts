@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http"
-import { Data, Effect } from "effect"
+import { Data, Duration, Effect } from "effect"
 import { errorBodyText, HttpError } from "../http/error-body.js"
+import { ConnectionGate, closeIfAnsweredEarly } from "./connection-gate.js"
 import type { Generation } from "./generation.js"
 
 export class ListenError extends Data.TaggedError("ListenError")<{
@@ -29,6 +30,22 @@ export interface Listener {
 const shuttingDownBody = errorBodyText(
   new HttpError({ status: 503, code: "shutting_down", description: "The gateway is shutting down." })
 )
+const tooManyConnectionsBody = errorBodyText(
+  new HttpError({
+    status: 503,
+    code: "too_many_connections",
+    description: "The gateway has too many open connections; try again shortly."
+  })
+)
+const closingHeaders = { "content-type": "application/json", "cache-control": "no-store", connection: "close" }
+
+/**
+ * Node's own bound on receiving a whole request, past `request_timeout`: the request pipelines answer
+ * 504 at `request_timeout`; this closes whatever is still arriving after that (a body nobody reads).
+ */
+const receiveBackstopMs = 5_000
+/** Request headers arrive within this, or within `request_timeout` when that is shorter. */
+const maxHeadersMs = 20_000
 
 /**
  * Liveness is answered here, before the request pipeline: `/healthz` means "a runtime exists and this
@@ -43,6 +60,8 @@ const healthzHeaders = {
 }
 const isLivenessProbe = (method: string | undefined, url: string | undefined) =>
   (method === "GET" || method === "HEAD") && (url === "/healthz" || url?.startsWith("/healthz?") === true)
+const isReadinessProbe = (method: string | undefined, url: string | undefined) =>
+  (method === "GET" || method === "HEAD") && (url === "/readyz" || url?.startsWith("/readyz?") === true)
 
 /** Which of a generation's handlers a listener serves: the public routes, or the Management API. */
 export type Route = (generation: Generation) => Generation["handle"]
@@ -58,15 +77,20 @@ export const makeListener = (
   Effect.async<Listener, ListenError>((resume) => {
     let current: Generation | undefined
     let accepting = true
-    const server = createServer({ headersTimeout: 20_000, requestTimeout: 0, keepAliveTimeout: 5_000 })
+    const gate = new ConnectionGate(Number.POSITIVE_INFINITY)
+    // Headers must arrive within 20 s (or request_timeout) and a whole request within request_timeout
+    // (+ the backstop); Node checks both every second rather than its default 30.
+    const server = createServer({
+      headersTimeout: maxHeadersMs,
+      requestTimeout: 60_000 + receiveBackstopMs,
+      keepAliveTimeout: 5_000,
+      connectionsCheckingInterval: 1_000
+    })
+    server.on("connection", (socket) => gate.admit(socket))
     server.on("request", (request, response) => {
       if (!accepting || current === undefined) {
         response.shouldKeepAlive = false
-        response.writeHead(503, {
-          "content-type": "application/json",
-          "cache-control": "no-store",
-          connection: "close"
-        })
+        response.writeHead(503, closingHeaders)
         response.end(shuttingDownBody)
         return
       }
@@ -75,6 +99,13 @@ export const makeListener = (
         response.end(request.method === "HEAD" ? undefined : healthzBody)
         return
       }
+      if (gate.probesOnly(request.socket) && !isReadinessProbe(request.method, request.url)) {
+        response.shouldKeepAlive = false
+        response.writeHead(503, { ...closingHeaders, "retry-after": "1" })
+        response.end(tooManyConnectionsBody)
+        return
+      }
+      closeIfAnsweredEarly(request, response)
       route(current)(request, response)
     })
     const onError = (error: NodeJS.ErrnoException) =>
@@ -89,6 +120,11 @@ export const makeListener = (
           port: typeof address === "object" && address !== null ? address.port : port,
           activate: (generation) => {
             current = generation
+            const { config } = generation.loaded
+            gate.max = config.server.max_connections
+            const requestTimeoutMs = Duration.toMillis(config.request_timeout)
+            server.headersTimeout = Math.min(maxHeadersMs, requestTimeoutMs)
+            server.requestTimeout = requestTimeoutMs + receiveBackstopMs
           },
           stopAccepting: () => {
             accepting = false

@@ -59,7 +59,8 @@ describe("shipped configuration files", () => {
       expect(config.server).toEqual({
         listen: "127.0.0.1:8080",
         public_url: "http://127.0.0.1:8080/mcp",
-        trusted_proxies: []
+        trusted_proxies: [],
+        max_connections: 8192
       })
       expect(config.auth.issuer).toBe("http://127.0.0.1:8080/sso")
       expect(config.storage).toEqual({ type: "sqlite", path: "./data/gateway.db" })

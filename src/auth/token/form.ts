@@ -1,5 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { bodyText } from "../../http/read-body.js"
 import { OAuthParams } from "../authorize/params.js"
 import { tokenError } from "./errors.js"
 
@@ -18,10 +19,13 @@ export const readForm = Effect.gen(function* () {
   }
   const length = Number(request.headers["content-length"] ?? "0")
   if (length > MAX_FORM_BYTES) return yield* tokenError("invalid_request", "The request body is too large.")
-  const text = yield* request.text.pipe(
-    Effect.mapError(() => tokenError("invalid_request", "The request body could not be read."))
+  const text = yield* bodyText(MAX_FORM_BYTES).pipe(
+    Effect.mapError((error) =>
+      tokenError(
+        "invalid_request",
+        error.reason === "too_large" ? "The request body is too large." : "The request body could not be read."
+      )
+    )
   )
-  if (Buffer.byteLength(text) > MAX_FORM_BYTES)
-    return yield* tokenError("invalid_request", "The request body is too large.")
   return OAuthParams.fromSearch(new URLSearchParams(text))
 })

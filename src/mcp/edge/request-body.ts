@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http"
 import { HttpError } from "../../http/error-body.js"
+import { BodyNotRead, readBodyText } from "../../http/read-body.js"
 
 /**
  * Reading and parsing an /mcp body (docs/mcp.md, "Request limits"). Size and media type are HTTP
@@ -29,52 +30,8 @@ const unreadable = new HttpError({
 
 /** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. Stops reading on `signal`. */
 export const readBody = (incoming: IncomingMessage, signal: AbortSignal): Promise<string> =>
-  new Promise((resolve, reject) => {
-    if (Number(incoming.headers["content-length"] ?? 0) > maxMcpBody) return reject(tooLarge)
-    if (signal.aborted) return reject(unreadable)
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const stop = () => {
-      incoming.off("data", onData)
-      incoming.off("end", onEnd)
-      incoming.off("error", onError)
-      incoming.off("close", onClose)
-      signal.removeEventListener("abort", onAbort)
-    }
-    // Answered already (request_timeout, the generation closing): nothing more is buffered.
-    const onAbort = () => {
-      stop()
-      incoming.resume()
-      reject(unreadable)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= maxMcpBody) {
-        chunks.push(chunk)
-        return
-      }
-      stop()
-      reject(tooLarge)
-    }
-    const onEnd = () => {
-      stop()
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"))
-    }
-    const onError = () => {
-      stop()
-      reject(unreadable)
-    }
-    // The client went away before the body was complete.
-    const onClose = () => {
-      if (incoming.complete) return
-      stop()
-      reject(unreadable)
-    }
-    incoming.on("data", onData)
-    incoming.on("end", onEnd)
-    incoming.on("error", onError)
-    incoming.on("close", onClose)
-    signal.addEventListener("abort", onAbort, { once: true })
+  readBodyText(incoming, maxMcpBody, signal).catch((error: unknown) => {
+    throw error instanceof BodyNotRead && error.reason === "too_large" ? tooLarge : unreadable
   })
 
 /** A JSON-RPC error that answers the request as a whole (no id could be read). */

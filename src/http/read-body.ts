@@ -1,0 +1,69 @@
+import type { IncomingMessage } from "node:http"
+import { HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Data, Effect } from "effect"
+
+/** Why a body could not be read: larger than allowed, or broken off (the client left, an error). */
+export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{ readonly reason: "too_large" | "unreadable" }> {}
+
+/**
+ * A request body as text, at most `maxBytes` (refused while reading, never buffered past the limit).
+ * Every route reads bodies through this: it never destroys the request, so whatever ends the read —
+ * the limit, `request_timeout`, the generation closing (`signal`) — the request can still be answered
+ * with the gateway's error body; the listener then closes the connection instead of waiting for the
+ * rest (src/runtime/connection-gate.ts).
+ */
+export const readBodyText = (incoming: IncomingMessage, maxBytes: number, signal?: AbortSignal): Promise<string> =>
+  new Promise((resolve, reject) => {
+    if (Number(incoming.headers["content-length"] ?? 0) > maxBytes) {
+      return reject(new BodyNotRead({ reason: "too_large" }))
+    }
+    if (signal?.aborted === true) return reject(new BodyNotRead({ reason: "unreadable" }))
+    if (incoming.complete && incoming.readableEnded) return resolve("")
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const stop = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("close", onClose)
+      signal?.removeEventListener("abort", onAbort)
+    }
+    const fail = (reason: "too_large" | "unreadable") => {
+      stop()
+      reject(new BodyNotRead({ reason }))
+    }
+    // Answered already (request_timeout, the generation closing): nothing more is buffered.
+    const onAbort = () => fail("unreadable")
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxBytes) chunks.push(chunk)
+      else fail("too_large")
+    }
+    const onEnd = () => {
+      stop()
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"))
+    }
+    const onError = () => fail("unreadable")
+    // The client went away before the body was complete.
+    const onClose = () => {
+      if (!incoming.complete) fail("unreadable")
+    }
+    incoming.on("data", onData)
+    incoming.on("end", onEnd)
+    incoming.on("error", onError)
+    incoming.on("close", onClose)
+    signal?.addEventListener("abort", onAbort, { once: true })
+  })
+
+/** `readBodyText` for the routes of the Effect pipeline: interrupting the effect stops the read. */
+export const bodyText = (maxBytes: number): Effect.Effect<string, BodyNotRead, HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.async<string, BodyNotRead>((resume, signal) => {
+      readBodyText(NodeHttpServerRequest.toIncomingMessage(request), maxBytes, signal).then(
+        (text) => resume(Effect.succeed(text)),
+        (error: unknown) =>
+          resume(Effect.fail(error instanceof BodyNotRead ? error : new BodyNotRead({ reason: "unreadable" })))
+      )
+    })
+  )

@@ -1,0 +1,70 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Socket } from "node:net"
+
+/** Connections kept above `server.max_connections` for health probes (docs/operations.md, "Connections"). */
+export const PROBE_HEADROOM = 64
+/** How long a connection in the headroom may take to ask for `/healthz` or `/readyz`. */
+const PROBE_WINDOW_MS = 1_000
+
+/**
+ * Bounds a listener's open connections (`server.max_connections`) without locking out its health
+ * probes. Up to the maximum every connection is served. Above it, up to `PROBE_HEADROOM` more are
+ * accepted for probes only: any other request there is answered 503 and closed, a connection that
+ * asks nothing within a second is closed, and when the headroom is full the oldest connection in it
+ * makes room for the newest — a probe asks at once, so a flood of idle or slow connections cannot
+ * keep `/healthz` and `/readyz` from answering, and the process never runs out of descriptors.
+ */
+export class ConnectionGate {
+  private open = 0
+  /** Connections admitted into the headroom, oldest first (a Set keeps insertion order). */
+  private readonly headroom = new Set<Socket>()
+
+  constructor(public max: number) {}
+
+  get openConnections(): number {
+    return this.open
+  }
+
+  admit(socket: Socket): void {
+    this.open += 1
+    socket.once("close", () => {
+      this.open -= 1
+      this.headroom.delete(socket)
+    })
+    if (this.open <= this.max) return
+    this.headroom.add(socket)
+    socket.setTimeout(PROBE_WINDOW_MS, () => socket.destroy())
+    if (this.headroom.size > PROBE_HEADROOM) {
+      const oldest = this.headroom.values().next().value
+      if (oldest !== undefined) {
+        this.headroom.delete(oldest)
+        oldest.destroy()
+      }
+    }
+  }
+
+  /** The connection was admitted into the headroom: only probes are answered on it. */
+  probesOnly(socket: Socket): boolean {
+    return this.headroom.size > 0 && this.headroom.has(socket)
+  }
+}
+
+/**
+ * A request answered before its body was read (a refused token, a 405, a timeout) has its connection
+ * closed once the answer is out (`Connection: close`), instead of Node reading — and waiting for — the
+ * rest of a body that may trickle in for ever. A body already received keeps the connection alive.
+ */
+export const closeIfAnsweredEarly = (request: IncomingMessage, response: ServerResponse): void => {
+  const length = request.headers["content-length"]
+  const hasBody = (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+  if (!hasBody) return
+  // Node marks a request `complete` only once its end is parsed, which can come after a body that
+  // arrived with the headers is already buffered: a declared length fully buffered counts as received.
+  const declared = length === undefined ? Number.NaN : Number(length)
+  const received = () => request.complete || request.readableLength >= declared
+  const writeHead = response.writeHead
+  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
+    if (!received()) this.shouldKeepAlive = false
+    return writeHead.apply(this, args)
+  } as ServerResponse["writeHead"]
+}
