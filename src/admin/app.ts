@@ -11,8 +11,10 @@ import {
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, type Scope } from "effect"
 import { Config } from "../config/service.js"
+import type { SecurityLog } from "../events/security-log.js"
 import { HttpError } from "../http/error-body.js"
 import { runInGeneration, withRequestContext } from "../http/middleware.js"
+import { originRefusedEvent } from "../http/origin.js"
 import type { GenerationServices } from "../runtime/generation-layer.js"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { ManagementApi, openApiPath } from "./api.js"
@@ -34,12 +36,15 @@ const originRefused = new HttpError({
  */
 const originChecked =
   (adminOrigin: string) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> =>
+  <E, R>(
+    app: HttpApp.Default<E, R>
+  ): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest | Config | SecurityLog> =>
     Effect.flatMap(
       HttpServerRequest.HttpServerRequest,
-      (request): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> => {
+      (request): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest | Config | SecurityLog> => {
         const origin = request.headers["origin"]
-        return origin === undefined || origin === adminOrigin ? app : Effect.fail(originRefused)
+        if (origin === undefined || origin === adminOrigin) return app
+        return Effect.zipRight(originRefusedEvent("/api"), Effect.fail(originRefused))
       }
     )
 

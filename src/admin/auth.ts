@@ -1,6 +1,8 @@
 import { Clock, Effect, Layer, Redacted } from "effect"
+import { clientAddressUnder } from "../auth/client-address.js"
 import { BearerVerifier } from "../bearer/verifier.js"
 import { Config } from "../config/service.js"
+import { SecurityLog } from "../events/security-log.js"
 import { AccessState } from "../policy/access-state.js"
 import { effectiveScopes } from "../policy/view.js"
 import { AdminAuth } from "./api.js"
@@ -21,12 +23,22 @@ export const AdminAuthLive = Layer.effect(
     const state = yield* AccessState
     const verify = verifier.forResource(adminResource(config), adminResourceMetadata(config))
     const required = config.admin.required_scopes
+    const securityLog = yield* SecurityLog
     return {
       bearer: (token) =>
         Effect.gen(function* () {
           const value = Redacted.value(token)
           const caller = yield* verify(value === "" ? undefined : `Bearer ${value}`).pipe(
-            Effect.catchAll((refused) => apiError(401, refused.code, refused.description))
+            Effect.catchAll((refused) =>
+              Effect.zipRight(
+                refused.code === "invalid_token"
+                  ? Effect.flatMap(clientAddressUnder(config), (address) =>
+                      securityLog.tokenRejected(address, refused.description, { resource: "management_api" })
+                    )
+                  : Effect.void,
+                apiError(401, refused.code, refused.description)
+              )
+            )
           )
           const grant = yield* state.grantFor(caller)
           if (grant === undefined || !grant.active) {

@@ -2,6 +2,7 @@ import { BlockList, isIP, isIPv4 } from "node:net"
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { parseAddressBlock } from "../config/address.js"
+import type { GatewayConfig } from "../config/schema.js"
 import { Config } from "../config/service.js"
 
 /**
@@ -96,14 +97,15 @@ export const addressBucket = (address: string): string => {
         .join(":")}::/64`
 }
 
-/** The client address of the current request (see above). */
-export const clientAddress = Effect.gen(function* () {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const { config } = yield* Config
-  const forwarded = request.headers["x-forwarded-for"]
-  return resolveClientAddress(
-    Option.getOrUndefined(request.remoteAddress),
-    forwarded,
-    trustedProxyList(config.server.trusted_proxies)
+/** The client address of the current request under `config`'s trusted proxies (see above). */
+export const clientAddressUnder = (config: GatewayConfig) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+    resolveClientAddress(
+      Option.getOrUndefined(request.remoteAddress),
+      request.headers["x-forwarded-for"],
+      trustedProxyList(config.server.trusted_proxies)
+    )
   )
-})
+
+/** The client address of the current request (see above). */
+export const clientAddress = Effect.flatMap(Config, ({ config }) => clientAddressUnder(config))

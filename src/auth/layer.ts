@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import type { SessionGuard } from "../bearer/caller.js"
+import { SecurityLog } from "../events/security-log.js"
 import { LocalAccounts } from "../identity/local/accounts.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { ClientGrantRepo } from "../store/client-grants.js"
@@ -34,13 +35,14 @@ export const authBaseLayer = Layer.mergeAll(
   PendingAuthorizations.Default,
   LoginThrottle.Default,
   SessionMaintenance
-).pipe(Layer.provideMerge(authRepositories))
+).pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(SecurityLog.Default))
 
 export type AuthBaseServices =
   | SessionGuard
   | LocalAccounts
   | PendingAuthorizations
   | LoginThrottle
+  | SecurityLog
   | SessionCache
   | UserRepo
   | SessionRepo

@@ -27,7 +27,15 @@ export const MAX_KEYS = 100_000
 /** How long an address stays known to an account after a complete sign-in from it. */
 export const KNOWN_ADDRESS_MS = 30 * 24 * 60 * 60 * 1000
 
-export class LoginThrottled extends Data.TaggedError("LoginThrottled")<{ readonly retryAfterSeconds: number }> {}
+/** Which limit a lockout is: the account at one address, one address over all accounts, or the account everywhere. */
+export type ThrottleWindow = "account_at_address" | "address" | "account"
+
+export class LoginThrottled extends Data.TaggedError("LoginThrottled")<{
+  readonly retryAfterSeconds: number
+  readonly window: ThrottleWindow
+  /** This refusal starts a lockout (the first since the window filled): logged as `auth.lockout_started`. */
+  readonly started: boolean
+}> {}
 
 /**
  * Writes `key` as the most recent entry of a map kept to `maxKeys` entries: the map's order is write
@@ -97,6 +105,8 @@ export interface Attempt {
   readonly account: string
   /** Counted in the all-addresses window (not at a known address): only then is it taken back from there. */
   readonly countedForAccount: boolean
+  /** Lockouts this attempt is the first one after: logged as `auth.lockout_ended`. */
+  readonly lockoutsEnded: ReadonlyArray<ThrottleWindow>
 }
 
 /**
@@ -132,6 +142,8 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
     const addresses = makeFailureWindow(MAX_ADDRESS_FAILURES)
     const accounts = makeFailureWindow(MAX_ACCOUNT_FAILURES)
     const known = makeKnownAddresses()
+    /** Window keys that refused an attempt, with which window and until when: lockouts in progress. */
+    const lockouts = new Map<string, { readonly window: ThrottleWindow; readonly until: number }>()
 
     /** Counts an attempt for `username` from `address`, or fails when any window is full. */
     const reserve = Effect.fn("LoginThrottle.reserve")(function* (username: string, address: string) {
@@ -140,16 +152,26 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("gateway/Logi
       // Check and count in one synchronous step: no other request can slip in between.
       // At a known address only the per-address windows apply: the backstop is for strangers.
       const knownHere = known.has(keys.accountAtAddress, now)
-      const wait = Math.max(
-        pairs.wait(keys.accountAtAddress, now),
-        addresses.wait(keys.address, now),
-        knownHere ? 0 : accounts.wait(keys.account, now)
-      )
-      if (wait > 0) return yield* new LoginThrottled({ retryAfterSeconds: wait })
+      const waits: ReadonlyArray<readonly [ThrottleWindow, string, number]> = [
+        ["account_at_address", keys.accountAtAddress, pairs.wait(keys.accountAtAddress, now)],
+        ["address", keys.address, addresses.wait(keys.address, now)],
+        ["account", keys.account, knownHere ? 0 : accounts.wait(keys.account, now)]
+      ]
+      const longest = waits.reduce((a, b) => (b[2] > a[2] ? b : a))
+      const [window, key, wait] = longest
+      if (wait > 0) {
+        const started = (lockouts.get(key)?.until ?? 0) <= now
+        setMostRecent(lockouts, key, { window, until: now + wait * 1000 }, MAX_KEYS)
+        return yield* new LoginThrottled({ retryAfterSeconds: wait, window, started })
+      }
+      const lockoutsEnded: Array<ThrottleWindow> = []
+      for (const [each, eachKey] of waits) {
+        if (lockouts.delete(eachKey)) lockoutsEnded.push(each)
+      }
       pairs.add(keys.accountAtAddress, now)
       addresses.add(keys.address, now)
       if (!knownHere) accounts.add(keys.account, now)
-      return { at: now, ...keys, countedForAccount: !knownHere } satisfies Attempt
+      return { at: now, ...keys, countedForAccount: !knownHere, lockoutsEnded } satisfies Attempt
     })
 
     /** The attempt was right (a correct password before the second factor): it was no failure. */

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 
 /**
  * Security-relevant events (refusals, revocations, identity and permission changes) write one
@@ -36,3 +36,75 @@ export class EventLimiter {
     return window.count <= this.limit ? 0 : undefined
   }
 }
+
+/** Caller-supplied text in a log line (an Origin, a client id) is cut to this many characters. */
+export const MAX_ECHO = 200
+export const echo = (text: string): string => (text.length > MAX_ECHO ? `${text.slice(0, MAX_ECHO)}…` : text)
+
+/** How often the rejected-token summary is written. */
+export const SUMMARY_INTERVAL = Duration.minutes(1)
+/** Addresses tracked per interval; past it they are counted together under "other". */
+const MAX_SUMMARY_ADDRESSES = 10_000
+
+interface Tally {
+  count: number
+  readonly reasons: Map<string, number>
+}
+
+/**
+ * Security events a client can trigger at will, bounded so a flood cannot flood the log: one event per
+ * source is written at most 10 times a minute (`limited`), and refused bearer tokens are summarised per
+ * client address (`tokenRejected`): the first refusal from an address in an interval is written at once,
+ * the rest are counted and written as one `auth.token_rejected` line with `count` and `reasons` when the
+ * interval ends. Process-wide: the counts outlive a reload.
+ */
+export class SecurityLog extends Effect.Service<SecurityLog>()("gateway/SecurityLog", {
+  scoped: Effect.gen(function* () {
+    const limiter = new EventLimiter()
+    let tallies = new Map<string, Tally>()
+
+    const limited = (key: string, event: string, fields: Readonly<Record<string, unknown>>) =>
+      Effect.suspend(() => {
+        const suppressed = limiter.admit(`${event}|${key}`, Date.now())
+        if (suppressed === undefined) return Effect.void
+        return securityEvent(event, suppressed > 0 ? { ...fields, suppressed } : fields)
+      })
+
+    const tokenRejected = (address: string, reason: string, fields: Readonly<Record<string, unknown>> = {}) =>
+      Effect.suspend(() => {
+        const key = tallies.has(address) || tallies.size < MAX_SUMMARY_ADDRESSES ? address : "other"
+        const tally = tallies.get(key)
+        if (tally === undefined) {
+          tallies.set(key, { count: 0, reasons: new Map() })
+          return securityEvent("auth.token_rejected", { ...fields, client_address: key, reason })
+        }
+        tally.count += 1
+        tally.reasons.set(reason, (tally.reasons.get(reason) ?? 0) + 1)
+        return Effect.void
+      })
+
+    const flush = Effect.suspend(() => {
+      const ended = tallies
+      tallies = new Map()
+      return Effect.forEach(
+        [...ended].filter(([, tally]) => tally.count > 0),
+        ([address, tally]) =>
+          securityEvent("auth.token_rejected", {
+            client_address: address,
+            count: tally.count,
+            reasons: Object.fromEntries(tally.reasons),
+            interval_seconds: Duration.toSeconds(SUMMARY_INTERVAL)
+          }),
+        { discard: true }
+      )
+    })
+    yield* flush.pipe(
+      Effect.repeat(Schedule.spaced(SUMMARY_INTERVAL)),
+      Effect.delay(SUMMARY_INTERVAL),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() => flush)
+
+    return { limited, tokenRejected, flush } as const
+  })
+}) {}

@@ -1,4 +1,8 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { clientAddress } from "../auth/client-address.js"
 import type { GatewayConfig } from "../config/schema.js"
+import { echo, SecurityLog } from "../events/security-log.js"
 import { HttpError } from "./error-body.js"
 
 export const originRefused = new HttpError({
@@ -6,6 +10,21 @@ export const originRefused = new HttpError({
   code: "origin_not_allowed",
   description: "Requests from this Origin are not accepted (allowed_origins)."
 })
+
+/**
+ * The security line of a refused Origin (`http.origin_refused`, at most 10 a minute per address), for
+ * the routes of the Effect pipeline; /mcp's own handler writes the same line.
+ */
+export const originRefusedEvent = (path: string) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const address = yield* clientAddress
+    yield* (yield* SecurityLog).limited(address, "http.origin_refused", {
+      client_address: address,
+      origin: echo(request.headers["origin"] ?? ""),
+      path
+    })
+  })
 
 /**
  * Origin rules of /mcp (DNS-rebinding protection and CORS). A request without `Origin` is not from a

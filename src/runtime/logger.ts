@@ -20,7 +20,14 @@ const safeJson = (value: unknown): string => {
   }
 }
 
-export const jsonLogger = Logger.make<unknown, void>(({ logLevel, message, annotations, cause, date }) => {
+/** One log line as the JSON object written (tests read the same objects). */
+export const logEntry = ({
+  logLevel,
+  message,
+  annotations,
+  cause,
+  date
+}: Logger.Logger.Options<unknown>): Record<string, unknown> => {
   const entry: Record<string, unknown> = {
     time: date.toISOString(),
     level: levelName(logLevel),
@@ -30,7 +37,14 @@ export const jsonLogger = Logger.make<unknown, void>(({ logLevel, message, annot
     entry[key] = Redacted.isRedacted(value) ? "<redacted>" : value
   }
   if (!Cause.isEmpty(cause)) entry["cause"] = Cause.pretty(cause)
-  process.stderr.write(`${safeJson(entry)}\n`)
+  return entry
+}
+
+/** The text of a log line: the entry as JSON, Redacted values replaced. */
+export const logLine = (entry: Record<string, unknown>): string => safeJson(entry)
+
+export const jsonLogger = Logger.make<unknown, void>((options) => {
+  process.stderr.write(`${logLine(logEntry(options))}\n`)
 })
 
 const levels = {

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { securityEvent } from "../events/security-log.js"
 import { SessionCache } from "./session-cache.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
@@ -36,7 +37,7 @@ export type RevokeReason =
   | "administrator_reset"
   | "user_disabled"
 
-const IdList = Schema.Array(Schema.Struct({ id: Schema.String }))
+const RevokedList = Schema.Array(Schema.Struct({ id: Schema.String, user_id: Schema.String, client_id: Schema.String }))
 
 /**
  * Persistence of `sessions`, the token sessions access tokens name as `sid`. Every revocation
@@ -68,12 +69,24 @@ export class SessionRepo extends Effect.Service<SessionRepo>()("gateway/SessionR
       })}`.pipe(Effect.orDie)
     })
 
+    // Every revocation passes here, so this is where its security line is written (docs/operations.md):
+    // one per call, naming the sessions (their ids identify, they grant nothing) — never a token.
     const revokeWhere = (where: ReturnType<typeof sql.and>, reason: RevokeReason, at: Date) =>
       sql`UPDATE sessions SET revoked_at = ${toStoredTimestamp(at)}, revoked_reason = ${reason}
-        WHERE ${where} AND revoked_at IS NULL RETURNING id`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(IdList)),
+        WHERE ${where} AND revoked_at IS NULL RETURNING id, user_id, client_id`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(RevokedList)),
         Effect.orDie,
         Effect.tap((rows) => cache.forgetSessions(rows.map((row) => row.id))),
+        Effect.tap((rows) =>
+          rows.length === 0
+            ? Effect.void
+            : securityEvent("auth.session_revoked", {
+                reason,
+                user_id: [...new Set(rows.map((row) => row.user_id))].join(" "),
+                client_id: [...new Set(rows.map((row) => row.client_id))].join(" "),
+                sessions: rows.map((row) => row.id)
+              })
+        ),
         Effect.map((rows) => rows.length)
       )
 

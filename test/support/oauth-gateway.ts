@@ -12,7 +12,7 @@ import { acquireGenerations } from "../../src/runtime/generations.js"
 import { adminRoute, type Listener, makeListener, publicRoute } from "../../src/runtime/listener.js"
 import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
 import { freePort } from "./gateway-process.js"
-import { quietly, showLogs } from "./logs.js"
+import { type LogCapture, quietly, showLogs } from "./logs.js"
 
 /** The built-in administrator's password in every test gateway. */
 export const ADMIN_PASSWORD = "correct horse battery staple"
@@ -40,6 +40,8 @@ export interface OAuthGatewayOptions {
   readonly patch?: Record<string, unknown>
   /** Extra keys of `server` (e.g. `trusted_proxies`); `listen` and `public_url` are the test's. */
   readonly server?: Record<string, unknown>
+  /** Collects the gateway's log lines (info and up) instead of keeping it quiet. */
+  readonly logs?: LogCapture
 }
 
 /** The loopback client that obtains Management API tokens (like `gateway-admin` in config/gateway.yaml). */
@@ -67,7 +69,11 @@ export const defaultClients = (origin: string) => [
 
 // Quiet by default; GATEWAY_TEST_LOGS=1 shows everything when debugging.
 export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<OAuthGateway, unknown, Scope.Scope> =>
-  showLogs ? build(options).pipe(Effect.provide(Logger.pretty)) : quietly(build(options))
+  showLogs
+    ? build(options).pipe(Effect.provide(Logger.pretty))
+    : options.logs !== undefined
+      ? options.logs.capture(build(options))
+      : quietly(build(options))
 
 const build = (options: OAuthGatewayOptions) =>
   Effect.gen(function* () {

@@ -11,6 +11,7 @@ import { LoginThrottle } from "../throttle.js"
 import { readPageForm } from "./form.js"
 import { answerPage } from "./page-response.js"
 import { stagePage } from "./sign-in.js"
+import { lockoutsEnded, signInFailed, signInThrottled } from "./sign-in-events.js"
 import { postedTransaction } from "./transaction.js"
 
 const WRONG = "Wrong user name or password."
@@ -65,11 +66,25 @@ export const localLoginEndpoint = answerPage(
         attempt = yield* Effect.either(throttle.reserve(username.value, address))
       }
     }
-    if (attempt._tag === "Left") return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
+    const who = { address, transaction, userId: undefined as string | undefined }
+    if (attempt._tag === "Left") {
+      yield* signInThrottled(
+        { ...who, userId: Option.getOrUndefined(yield* accounts.userIdOf(username.value)) },
+        "password",
+        attempt.left
+      )
+      return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
+    }
 
     const verified = yield* accounts.checkPassword(username.value, Redacted.make(password.value))
     // A wrong password keeps its counted attempt; a right one gives it back (the second factor counts anew).
-    if (Option.isNone(verified)) return stagePage(settings, transaction, WRONG, 401)
+    if (Option.isNone(verified)) {
+      const failed = { ...who, userId: Option.getOrUndefined(yield* accounts.userIdOf(username.value)) }
+      yield* lockoutsEnded(failed, attempt.right)
+      yield* signInFailed(failed, "password")
+      return stagePage(settings, transaction, WRONG, 401)
+    }
+    yield* lockoutsEnded({ ...who, userId: verified.value.user.id }, attempt.right)
     yield* throttle.release(attempt.right)
     const { user, totpEnrolled } = verified.value
     yield* (yield* PendingAuthorizations).update({

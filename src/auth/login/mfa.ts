@@ -10,6 +10,7 @@ import { readPageForm } from "./form.js"
 import { throttledPage } from "./local.js"
 import { answerPage } from "./page-response.js"
 import { stagePage } from "./sign-in.js"
+import { lockoutsEnded, signInFailed, signInThrottled } from "./sign-in-events.js"
 import { postedTransaction } from "./transaction.js"
 
 /**
@@ -32,11 +33,18 @@ const secondFactor = (
       }
       const throttle = yield* LoginThrottle
       // Counted before the code is checked, like a password (src/auth/throttle.ts).
-      const attempt = yield* Effect.either(throttle.reserve(username, yield* clientAddress))
-      if (attempt._tag === "Left") return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
+      const who = { address: yield* clientAddress, transaction, userId }
+      const event = stage === "mfa" ? "totp" : "totp_enrollment"
+      const attempt = yield* Effect.either(throttle.reserve(username, who.address))
+      if (attempt._tag === "Left") {
+        yield* signInThrottled(who, event, attempt.left)
+        return throttledPage(settings, transaction, attempt.left.retryAfterSeconds)
+      }
+      yield* lockoutsEnded(who, attempt.right)
       const code = params.single("code")
       const text = code._tag === "Value" ? code.value.replace(/\s/g, "") : ""
       if (!(yield* verify(transaction, userId, text))) {
+        yield* signInFailed(who, event)
         return stagePage(settings, transaction, "That code is not valid. Use the current code from your app.", 401)
       }
       yield* throttle.succeeded(attempt.right)

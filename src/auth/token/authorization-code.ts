@@ -2,11 +2,13 @@ import { createHash, randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
 import { constantTimeEqual } from "../../crypto/hashing.js"
+import { securityEvent } from "../../events/security-log.js"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
 import type { OAuthParams } from "../authorize/params.js"
+import { clientAddress } from "../client-address.js"
 import { grantableScope } from "../held-scopes.js"
 import { PendingAuthorizations } from "../pending.js"
 import { OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
@@ -57,6 +59,11 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   if (redemption._tag === "Invalid") return yield* invalidGrant("The authorization code is invalid or expired.")
   const now = yield* Clock.currentTimeMillis
   if (redemption._tag === "Replayed") {
+    yield* securityEvent("auth.code_replayed", {
+      client_id: client.id,
+      client_address: yield* clientAddress,
+      session_revoked: redemption.sessionId !== undefined
+    })
     if (redemption.sessionId !== undefined) {
       yield* sessions.revoke(redemption.sessionId, "authorization_code_replay", new Date(now))
     }
@@ -97,6 +104,13 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
     expiresAt: new Date(expiresAt)
   })
   if (yield* pending.attachSession(handle, session.id)) {
+    // Two redemptions raced: the second arrived while the first was issuing its tokens.
+    yield* securityEvent("auth.code_replayed", {
+      client_id: client.id,
+      client_address: yield* clientAddress,
+      user_id: grant.userId,
+      session_revoked: true
+    })
     yield* sessions.revoke(session.id, "authorization_code_replay", new Date(now))
     return yield* invalidGrant("The authorization code was used twice; the tokens issued for it are revoked.")
   }

@@ -1,11 +1,13 @@
 import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
 import { sha256Hex } from "../../crypto/hashing.js"
+import { securityEvent } from "../../events/security-log.js"
 import { AccessState } from "../../policy/access-state.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
 import type { OAuthParams } from "../authorize/params.js"
+import { clientAddress } from "../client-address.js"
 import { grantableScope } from "../held-scopes.js"
 import { grantScope, OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
 import type { AuthSettings } from "../settings.js"
@@ -68,6 +70,12 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
   const rotation = yield* repo.rotate(hash, next.hash, new Date(now))
   if (rotation._tag === "Unknown") return yield* invalidGrant("The refresh token is invalid.")
   if (rotation._tag === "Reused") {
+    yield* securityEvent("auth.refresh_reused", {
+      client_id: client.id,
+      client_address: yield* clientAddress,
+      user_id: session.user_id,
+      session_id: rotation.sessionId
+    })
     yield* sessions.revoke(rotation.sessionId, "refresh_token_reuse", new Date(now))
     return yield* invalidGrant("The refresh token was already used; the session is revoked. Sign in again.")
   }

@@ -46,6 +46,12 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       })
     })
 
+    /** The id of the local account named `username`, if there is one (for security log lines). */
+    const userIdOf = Effect.fn("LocalAccounts.userIdOf")(function* (username: string) {
+      if (username.length > MAX_USERNAME_LENGTH) return Option.none<string>()
+      return Option.map(yield* users.findLocalByUsername(username), (user) => user.id)
+    })
+
     /** When the local account `username`'s password was last set (ms since epoch), if there is such an account. */
     const passwordSetAt = Effect.fn("LocalAccounts.passwordSetAt")(function* (username: string) {
       if (username.length > MAX_USERNAME_LENGTH) return Option.none<number>()
@@ -81,6 +87,6 @@ export class LocalAccounts extends Effect.Service<LocalAccounts>()("gateway/Loca
       return yield* credentials.enrollTotp(userId, sealer.seal(secret, totpSealContext(userId)), step)
     })
 
-    return { checkPassword, passwordSetAt, checkTotp, confirmEnrollment } as const
+    return { checkPassword, userIdOf, passwordSetAt, checkTotp, confirmEnrollment } as const
   })
 }) {}

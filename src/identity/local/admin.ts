@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Data, Effect, Option, Redacted } from "effect"
+import { securityEvent } from "../../events/security-log.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
 import { BrowserSessionRepo } from "../../store/browser-sessions.js"
 import { ADMINISTRATORS_GROUP_ID } from "../../store/groups.js"
@@ -107,6 +108,7 @@ const apply = (request: InitAdminRequest) =>
       })
       yield* credentials.setPassword(id, yield* hashPassword(password), now)
       yield* joinAdministrators(id, now)
+      yield* securityEvent("auth.administrator_created", { user_id: id })
       return { created: true, generatedPassword, revokedSessions: 0 } satisfies InitAdminResult
     }
     if (!request.reset) {
@@ -121,6 +123,12 @@ const apply = (request: InitAdminRequest) =>
     yield* joinAdministrators(id, now)
     const revokedSessions = yield* sessions.revokeForUser(id, "administrator_reset", now)
     yield* browserSessions.revokeForUser(id, now)
+    yield* securityEvent("auth.administrator_reset", {
+      user_id: id,
+      password_reset: request.resetPassword,
+      mfa_reset: request.resetMfa,
+      sessions_revoked: revokedSessions
+    })
     return {
       created: false,
       generatedPassword: request.resetPassword ? generatedPassword : undefined,

@@ -1,8 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { isJsonContentType } from "@modelcontextprotocol/server"
 import { Cause, Context, Duration, Effect, Exit, Layer, LogLevel, Option, Runtime } from "effect"
+import { resolveClientAddress, trustedProxyList } from "../../auth/client-address.js"
 import { BearerVerifier } from "../../bearer/verifier.js"
 import { Config } from "../../config/service.js"
+import { echo, SecurityLog } from "../../events/security-log.js"
 import { HttpError } from "../../http/error-body.js"
 import { corsHeaders, originPolicy, originRefused } from "../../http/origin.js"
 import {
@@ -67,6 +69,9 @@ export const sdkRequestHeaders = (headers: IncomingHttpHeaders): Headers => {
   return result
 }
 
+const headerText = (value: string | ReadonlyArray<string> | undefined) =>
+  typeof value === "string" || value === undefined ? value : value.join(", ")
+
 const acceptsStream = (accept: string | undefined) => accept?.includes("text/event-stream") === true
 
 export const McpPostLive = Layer.scoped(
@@ -86,6 +91,29 @@ export const McpPostLive = Layer.scoped(
     const toolPages = new ToolPages(config.catalog.page_size, modernListTail)
     const originAllowed = originPolicy(config)
     const timedOut = requestTimedOut(config.request_timeout)
+    const securityLog = yield* SecurityLog
+    const trusted = trustedProxyList(config.server.trusted_proxies)
+    const addressOf = (request: IncomingMessage) =>
+      resolveClientAddress(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"]), trusted)
+
+    /** A refused Origin or bearer token: one security line (bounded per address, docs/operations.md). */
+    const logRefusal = (request: IncomingMessage, error: HttpError, requestId: string) => {
+      if (error.code === "origin_not_allowed") {
+        const address = addressOf(request)
+        runFork(
+          securityLog.limited(address, "http.origin_refused", {
+            request_id: requestId,
+            client_address: address,
+            origin: echo(request.headers.origin ?? ""),
+            path: "/mcp"
+          })
+        )
+      } else if (error.code === "invalid_token") {
+        runFork(
+          securityLog.tokenRejected(addressOf(request), error.description, { request_id: requestId, resource: "mcp" })
+        )
+      }
+    }
 
     // Closing the generation cancels its requests (design: "closing the scope cancels request work");
     // those not yet answered get 503.
@@ -234,7 +262,10 @@ export const McpPostLive = Layer.scoped(
           if (controller.signal.aborted) reply.end()
         },
         (error: unknown) => {
-          if (error instanceof HttpError) return reply.error(error)
+          if (error instanceof HttpError) {
+            if (error.status === 401 || error.status === 403) logRefusal(request, error, requestId)
+            return reply.error(error)
+          }
           log(LogLevel.Error, "unhandled failure", { request_id: requestId }, error)
           if (!reply.sent) reply.error(internalError)
           else response.destroy()

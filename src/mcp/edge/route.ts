@@ -3,14 +3,17 @@ import { Effect } from "effect"
 import { mcpPath } from "../../bearer/resource-metadata.js"
 import { Config } from "../../config/service.js"
 import { HttpError } from "../../http/error-body.js"
-import { originAllowed, originRefused, preflightHeaders } from "../../http/origin.js"
+import { originAllowed, originRefused, originRefusedEvent, preflightHeaders } from "../../http/origin.js"
 import { Backends } from "../upstream/backends.js"
 
 const preflight = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { config } = yield* Config
   const origin = request.headers["origin"]
-  if (origin === undefined || !originAllowed(origin, config)) return yield* originRefused
+  if (origin === undefined || !originAllowed(origin, config)) {
+    if (origin !== undefined) yield* originRefusedEvent("/mcp")
+    return yield* originRefused
+  }
   const { paramHeaders } = (yield* Backends).index()
   return HttpServerResponse.empty({ status: 204, headers: preflightHeaders(origin, paramHeaders) })
 })
