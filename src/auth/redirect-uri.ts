@@ -34,7 +34,8 @@ const anyPortLoopback = (registered: string): URL | undefined => {
 
 const matchesAnyPort = (registered: URL, requested: string): boolean => {
   const url = URL.parse(requested)
-  if (url === null || url.port === "") return false
+  // Port 0 is no port anything listens on (it asks the kernel to pick one): never a real callback.
+  if (url === null || url.port === "" || url.port === "0") return false
   // The request must already be in canonical form, so no parser quirk can make two readings disagree.
   const canonical = `${url.protocol}//${url.hostname}:${url.port}${url.pathname}${url.search}`
   return (

@@ -31,6 +31,8 @@ describe("redirect URI matching", () => {
     ["http://127.0.0.1:5000\\@evil.example/callback"],
     ["http://127.0.0.1:05000/callback"],
     ["http://127.0.0.1:80/callback"],
+    ["http://127.0.0.1:0/callback"],
+    ["http://127.0.0.1:00/callback"],
     ["http://127.0.0.1.evil.example:5000/callback"],
     ["http://evil.example/callback"],
     ["HTTP://127.0.0.1:5000/callback"]

@@ -8,6 +8,7 @@ import type { View } from "../../policy/view.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { ExposedTool } from "../catalog/index.js"
 import { exposeContentUris } from "../catalog/naming.js"
+import { shortText } from "../echo.js"
 import { Backends } from "../upstream/backends.js"
 import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
 import {
@@ -62,7 +63,7 @@ export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
 const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Error", error: { code, message } })
 
 /** The same answer as for a tool that does not exist: unpublished, invisible and denied tools are not revealed. */
-export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`)
+export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${shortText(name)}`)
 
 /** Until write approvals exist, a write that needs one is refused and never reaches the backend. */
 export const approvalUnavailable = error(

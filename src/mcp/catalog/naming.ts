@@ -29,6 +29,26 @@ export const parseExposedUri = (uri: string): { readonly backendId: string; read
   return { backendId: uri.slice(resourceScheme.length, slash), original: uri.slice(slash + 1) }
 }
 
+/**
+ * A backend URI (the part after `gateway://<backend>/`) the gateway will not forward: one whose meaning
+ * could change on the way — a `.` or `..` path segment, a backslash, a percent-encoded dot, slash or
+ * backslash, or a control character — or an empty one. A backend might resolve such a URI against
+ * something the caller was never shown.
+ */
+export const isAmbiguousUri = (original: string): boolean =>
+  original === "" ||
+  hasControlOrBackslash(original) ||
+  /%(2e|2f|5c)/i.test(original) ||
+  original.split("/").some((segment) => segment === "." || segment === "..")
+
+const hasControlOrBackslash = (text: string): boolean => {
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    if (code < 0x20 || code === 0x7f || code === 0x5c) return true
+  }
+  return false
+}
+
 const exposeBlock = (backendId: string, block: unknown): unknown => {
   if (!isRecord(block)) return block
   if (block["type"] === "resource_link" && typeof block["uri"] === "string") {

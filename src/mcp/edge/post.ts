@@ -23,6 +23,7 @@ import { ToolCalls } from "../calls/tool-calls.js"
 import { Backends } from "../upstream/backends.js"
 import { directToolCall, serveDirectCall } from "./direct-call.js"
 import { directToolList, ToolPages } from "./direct-list.js"
+import { invalidParams } from "./params.js"
 import { Reply } from "./reply.js"
 import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
 import { McpEndpoint } from "./sdk-endpoint.js"
@@ -178,6 +179,11 @@ export const McpPostLive = Layer.scoped(
       }
       const call = directPath ? directToolCall(parsed.message, request.headers, modernRevisions) : undefined
       if (call !== undefined) return serveDirectCall(call, { view, toolCalls, signal, deadline }, reply)
+      const problem = invalidParams(parsed.message)
+      if (problem !== undefined) {
+        const id = (parsed.message as { id: string | number | null }).id
+        return reply.message(200, { jsonrpc: "2.0", id, error: { code: -32602, message: problem } })
+      }
       const response = await endpoint.serve(
         new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
         parsed.message,

@@ -15,8 +15,9 @@ import { AccessWithdrawn } from "../calls/in-flight.js"
 import type { ToolCalls } from "../calls/tool-calls.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { CatalogIndex } from "../catalog/index.js"
-import { exposeContentUris, exposeUri, parseExposedUri } from "../catalog/naming.js"
+import { exposeContentUris, exposeUri, isAmbiguousUri, parseExposedUri } from "../catalog/naming.js"
 import { pageOf } from "../catalog/pagination.js"
+import { shortText } from "../echo.js"
 import { type ForwardTarget, forward as forwardWith, progressOf } from "../upstream/forward.js"
 import type { BackendSlot } from "../upstream/slot.js"
 
@@ -37,8 +38,13 @@ export interface FactoryDeps {
 }
 
 const unknown = (what: string, key: string) =>
-  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${key}`)
-const notFound = (uri: string) => new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${uri}`)
+  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${shortText(key)}`)
+const notFound = (uri: string) =>
+  new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${shortText(uri)}`)
+const ambiguous = new ProtocolError(
+  ProtocolErrorCode.InvalidParams,
+  "Invalid params for resources/read: the URI has dot segments, backslashes, encoded dots or slashes, or control characters"
+)
 
 /**
  * The per-request MCP server (design: "the per-request server factory is where the caller's identity
@@ -175,6 +181,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     server.setRequestHandler("resources/read", async (request, ctx) => {
       // Template-expanded URIs are not listed: any URI under a visible backend's prefix goes to that backend.
       const parsed = parseExposedUri(request.params.uri)
+      // Never forwarded: a backend might resolve `..` against something the caller was not meant to reach.
+      if (parsed !== undefined && isAmbiguousUri(parsed.original)) throw ambiguous
       const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
       if (parsed === undefined || backend === undefined || !view.readsResources(backend)) {
         throw notFound(request.params.uri)
@@ -226,7 +234,7 @@ const routeCompletion = (
   }
   const parsed = parseExposedUri(ref.uri)
   const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
-  return parsed === undefined || backend === undefined
+  return parsed === undefined || backend === undefined || isAmbiguousUri(parsed.original)
     ? undefined
     : { backend, ref: { ...ref, uri: parsed.original }, allowed: (view) => view.readsResources(backend) }
 }

@@ -10,6 +10,7 @@ export const requestTimeoutCode = -32001
 export const backendUnavailable = (id: string) => `Backend "${id}" is unavailable.`
 export const backendTimedOut = (id: string) => `Backend "${id}" did not answer in time; the call was cancelled.`
 export const backendFailed = (id: string) => `Backend "${id}" failed to answer.`
+export const methodNotServed = (id: string) => `Method not found: backend "${id}" does not serve it.`
 export const inputNotRelayed = (id: string) => `Backend "${id}" asked for more input, which the gateway does not relay.`
 
 export interface ForwardTarget {
@@ -24,6 +25,32 @@ const isProtocolError = (error: unknown): error is { code: number; message: stri
 
 const isTimeout = (error: unknown) =>
   typeof error === "object" && error !== null && (error as { code?: unknown }).code === "REQUEST_TIMEOUT"
+
+/**
+ * A backend that answers a request with an HTTP error status whose body is a JSON-RPC error (the MCP
+ * SDK's servers answer an unsupported method with 404 and -32601) has answered: its code and message
+ * pass through. Not so for 401/403 (the gateway's own credentials for the backend) or -32000, which
+ * servers use for transport and session trouble: those stay failures of the backend.
+ */
+const jsonRpcErrorInHttpError = (error: unknown): { code: number; message: string; data?: unknown } | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const data = (error as { data?: unknown }).data
+  if (typeof data !== "object" || data === null) return undefined
+  const { status, text } = data as { status?: unknown; text?: unknown }
+  if (typeof status !== "number" || status === 401 || status === 403 || typeof text !== "string") return undefined
+  if (text.length > 65_536) return undefined
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const answer = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined
+  if (typeof answer !== "object" || answer === null) return undefined
+  const { code, message, data: detail } = answer as { code?: unknown; message?: unknown; data?: unknown }
+  if (!Number.isSafeInteger(code) || typeof message !== "string" || code === -32000) return undefined
+  return { code: code as number, message: message.slice(0, 1_000), ...(detail === undefined ? {} : { data: detail }) }
+}
 
 /**
  * Sends one request to a backend on behalf of a caller. The caller's cancellation (`signal`: a
@@ -54,6 +81,13 @@ export const forward = async <T>(
   } catch (error) {
     if (signal.aborted) throw error
     if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
+    const answered = jsonRpcErrorInHttpError(error)
+    if (answered !== undefined) throw new ProtocolError(answered.code, answered.message, answered.data)
+    // The backend never declared the capability (e.g. resources/read on a backend with tools only):
+    // what the backend itself would answer, without counting it as a failure of the backend.
+    if (error instanceof SdkError && error.code === SdkErrorCode.CapabilityNotSupported) {
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, methodNotServed(slot.config.id))
+    }
     if (error instanceof SdkError && error.code === SdkErrorCode.UnsupportedResultType) {
       throw new ProtocolError(ProtocolErrorCode.InternalError, inputNotRelayed(slot.config.id))
     }

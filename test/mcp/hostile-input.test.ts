@@ -1,0 +1,111 @@
+/**
+ * Hostile input on /mcp answered precisely (issue: hardening, item 6; docs/mcp.md, "Errors"): a caller's
+ * string is echoed at most as a short prefix; invalid parameters are -32602 with a concise message;
+ * a backend's own JSON-RPC error reaches the caller with its code and message; an exposed resource URI
+ * with dot segments or other ambiguous forms is refused and never forwarded.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
+import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
+import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
+
+let alpha: TestBackend
+let bare: TestBackend
+let gateway: TestGateway
+beforeAll(async () => {
+  alpha = await startBackend("alpha", alphaTools)
+  // A backend with tools only: it has no resources/read and answers -32601 for it.
+  bare = await startBackend("bare", (server, _aborted) => {
+    server.registerTool("noop", {}, async () => ({ content: [] }))
+  })
+  gateway = await startTestGateway({
+    patch: {
+      backends: [
+        { id: "alpha", url: alpha.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] },
+        { id: "bare", url: bare.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }
+      ]
+    }
+  })
+})
+afterAll(async () => {
+  await gateway?.close()
+  await alpha?.stop()
+  await bare?.stop()
+})
+
+const call = async (method: string, params: unknown, headers: Record<string, string> = {}) => {
+  const response = await rawPost(gateway.mcpUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }), {
+    "mcp-protocol-version": "2025-11-25",
+    authorization: `Bearer ${await gateway.token()}`,
+    ...headers
+  })
+  const text = await response.clone().text()
+  return { message: await jsonRpcOf(response), size: text.length }
+}
+
+const errorOf = (message: Record<string, unknown>) => message["error"] as { code: number; message: string } | undefined
+
+describe("hostile input on /mcp", () => {
+  it("a 4 MiB tool name is answered -32602 echoing only a short prefix (both paths)", async () => {
+    const name = "x".repeat(4 * 1024 * 1024 - 200)
+    for (const meta of [{}, { _meta: { "com.example/trace": "sdk-path" } }]) {
+      const { message, size } = await call("tools/call", { name, arguments: {}, ...meta })
+      expect(errorOf(message)?.code).toBe(-32602)
+      expect(errorOf(message)?.message).toMatch(/^Unknown tool: x{1,100}…$/)
+      expect(size).toBeLessThan(1_000)
+    }
+  })
+
+  it("an unknown prompt or resource with a huge name is echoed as a short prefix too", async () => {
+    const prompt = await call("prompts/get", { name: "p".repeat(100_000) })
+    expect(errorOf(prompt.message)?.code).toBe(-32602)
+    expect(prompt.size).toBeLessThan(1_000)
+    const resource = await call("resources/read", { uri: `gateway://nowhere/${"r".repeat(100_000)}` })
+    // Resource not found: -32602 in the 2025-11-25 revision (the MCP SDK maps the older -32002).
+    expect(errorOf(resource.message)?.code).toBe(-32602)
+    expect(resource.size).toBeLessThan(1_000)
+  })
+
+  it("prompts/get with non-string arguments is -32602 with a concise message", async () => {
+    const { message, size } = await call("prompts/get", { name: "alpha__greeting", arguments: { name: 42 } })
+    expect(errorOf(message)).toEqual({
+      code: -32602,
+      message: "Invalid params for prompts/get: arguments.name must be a string"
+    })
+    expect(size).toBeLessThan(300)
+    const notObject = await call("prompts/get", { name: "alpha__greeting", arguments: ["a"] })
+    expect(errorOf(notObject.message)?.message).toBe("Invalid params for prompts/get: arguments must be an object")
+  })
+
+  it("a backend's JSON-RPC error reaches the caller with its own code and message", async () => {
+    // The backend's own answer: an unknown resource.
+    const missing = await call("resources/read", { uri: "gateway://alpha/note://nothing-here" })
+    expect(errorOf(missing.message)).toMatchObject({ code: -32602, data: { uri: "note://nothing-here" } })
+    expect(errorOf(missing.message)?.message).toContain("note://nothing-here")
+    // A backend without resources answers -32601 (over HTTP 404): its answer, and it is not marked failing.
+    const { message } = await call("resources/read", { uri: "gateway://bare/note://x" })
+    expect(errorOf(message)).toEqual({ code: -32601, message: "Method not found" })
+    const ready = (await (await fetch(`${gateway.baseUrl}/readyz`)).json()) as Record<string, unknown>
+    expect(ready["backends_ready"]).toBe(2)
+  })
+
+  it("resource URIs with dot segments or ambiguous forms are refused -32602 and never forwarded", async () => {
+    const before = alpha.requests.length
+    for (const uri of [
+      "gateway://alpha/../secret/note://1",
+      "gateway://alpha/./note://readme",
+      "gateway://alpha/note://notes/../../x",
+      "gateway://alpha/note://notes/%2e%2e/x",
+      "gateway://alpha/note://notes/%2E%2E%2Fx",
+      "gateway://alpha/note://notes\\..\\x",
+      "gateway://alpha/note://readme\u0000"
+    ]) {
+      const { message } = await call("resources/read", { uri })
+      expect({ uri, error: errorOf(message) }).toMatchObject({ uri, error: { code: -32602 } })
+    }
+    expect(alpha.requests.slice(before).filter((request) => request.body.includes("resources/read"))).toEqual([])
+    // The plain form still reads.
+    const fine = await call("resources/read", { uri: "gateway://alpha/note://readme" })
+    expect(fine.message).toHaveProperty("result")
+  })
+})
