@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -50,13 +50,18 @@ export const newDeployment = async (extra: Readonly<Record<string, unknown>> = {
       Object.keys(extra).length === 0 ? "" : stringify(extra)
     ].join("\n")
   )
-  return { dir, configFile, databaseFile, configKey: randomBytes(32).toString("base64"), baseUrl }
+  const configKey = randomBytes(32).toString("base64")
+  // A gateway started with --dev (and `gateway dev-token`, which runs only against a development setup)
+  // reads its key from the development key file, never from GATEWAY_CONFIG_KEY.
+  mkdirSync(join(dir, "data"), { mode: 0o700 })
+  writeFileSync(join(dir, "data/dev-config.key"), `${configKey}\n`, { mode: 0o600 })
+  return { dir, configFile, databaseFile, configKey, baseUrl }
 }
 
-const gatewayEnv = (deployment: Deployment) => ({
+const gatewayEnv = (deployment: Deployment, dev: boolean): Record<string, string> => ({
   PATH: process.env["PATH"] ?? "",
   HOME: deployment.dir,
-  GATEWAY_CONFIG_KEY: deployment.configKey
+  ...(dev ? {} : { GATEWAY_CONFIG_KEY: deployment.configKey })
 })
 
 /**
@@ -68,18 +73,18 @@ export const startGateway = (entry: string, deployment: Deployment, options: { r
     "gateway",
     process.execPath,
     [entry, "serve", "--config", deployment.configFile, ...(options.dev === true ? ["--dev"] : [])],
-    { cwd: deployment.dir, env: gatewayEnv(deployment) }
+    { cwd: deployment.dir, env: gatewayEnv(deployment, options.dev === true) }
   )
 
 /**
  * A /mcp token from `gateway dev-token`, the documented development path (docs/mcp.md): signed by the
- * deployment's own key, verified like any builtin token by a gateway started with `dev: true`.
+ * deployment's development key file (the same key), accepted by a gateway started with `dev: true`.
  */
 export const devToken = async (entry: string, deployment: Deployment): Promise<string> => {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [entry, "dev-token", "--config", deployment.configFile],
-    { cwd: deployment.dir, env: gatewayEnv(deployment) }
+    { cwd: deployment.dir, env: gatewayEnv(deployment, true) }
   )
   return stdout.trim()
 }

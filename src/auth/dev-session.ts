@@ -1,5 +1,5 @@
 import { Effect, Layer, Option } from "effect"
-import { type Caller, SessionGuard, SessionRejected } from "../bearer/caller.js"
+import { type Caller, devSessionPrefix, SessionGuard, SessionRejected } from "../bearer/caller.js"
 
 /**
  * DEVELOPMENT ONLY (`gateway serve --dev`, i.e. `npm start`): accepts the short-lived tokens that
@@ -7,7 +7,7 @@ import { type Caller, SessionGuard, SessionRejected } from "../bearer/caller.js"
  * authorization server exists. Every other token goes to the real SessionGuard when there is one, and is
  * refused otherwise. Never installed without `--dev`, so production never accepts a dev token.
  */
-export const devSessionPrefix = "dev:"
+export { devSessionPrefix }
 
 export const DevSessionGuard = Layer.effect(
   SessionGuard,

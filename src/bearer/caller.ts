@@ -14,6 +14,12 @@ export interface Caller {
   readonly expiresAt: number
 }
 
+/**
+ * The session id prefix of `gateway dev-token` tokens (DEVELOPMENT ONLY): a gateway started with `--dev`
+ * accepts them without a stored session (src/auth/dev-session.ts); any other refuses them, saying why.
+ */
+export const devSessionPrefix = "dev:"
+
 export class SessionRejected extends Data.TaggedError("SessionRejected")<{ readonly reason: string }> {}
 
 /**

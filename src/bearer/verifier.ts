@@ -3,7 +3,7 @@ import * as jose from "jose"
 import { Config } from "../config/service.js"
 import { Signer } from "../crypto/signer.js"
 import { HttpError } from "../http/error-body.js"
-import { type Caller, SessionGuard } from "./caller.js"
+import { type Caller, devSessionPrefix, SessionGuard } from "./caller.js"
 import { invalidToken, missingToken } from "./challenges.js"
 import { makeExternalKeys, VerifierNotReady } from "./external-jwks.js"
 import { metadataUrl } from "./resource-metadata.js"
@@ -57,6 +57,10 @@ export const BearerVerifierLive = Layer.scoped(
       const rejected = (description: string) => invalidToken(challengeUrl, description)
       const noSessionStore = rejected("No session store is available to check this token.")
       const sessionEnded = rejected("The token's session is no longer valid.")
+      // A gateway with --dev accepts these before the stored sessions are asked; here one was refused.
+      const devOnly = rejected(
+        "Development tokens (gateway dev-token) are accepted only by a gateway started with --dev."
+      )
       const verified = new VerifiedTokens(10_000)
       const builtin = (token: string) =>
         Effect.gen(function* () {
@@ -70,7 +74,8 @@ export const BearerVerifierLive = Layer.scoped(
             verified.set(token, caller)
           }
           if (Option.isNone(guard)) return yield* noSessionStore
-          yield* guard.value.check(caller).pipe(Effect.mapError(() => sessionEnded))
+          const isDev = caller.sessionId?.startsWith(devSessionPrefix) === true
+          yield* guard.value.check(caller).pipe(Effect.mapError(() => (isDev ? devOnly : sessionEnded)))
           return caller
         })
 

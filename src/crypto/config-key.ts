@@ -110,3 +110,7 @@ export const loadDevConfigKey = (path: string): Effect.Effect<DevConfigKey, Conf
     ),
     Effect.flatMap((created) => Effect.map(readKeyFile(path), (key) => ({ key, created })))
   )
+
+/** The development key file as it is, never created: for `gateway dev-token`, which only reads it. */
+export const readDevConfigKey = (path: string): Effect.Effect<Redacted.Redacted<Uint8Array>, ConfigKeyError> =>
+  readKeyFile(path)

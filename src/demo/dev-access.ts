@@ -31,7 +31,7 @@ const demoPermissions: Permissions = {
 }
 
 /**
- * DEVELOPMENT ONLY (`gateway serve --dev`, `dev-token`, `init-admin --dev`): so that `npm start`
+ * DEVELOPMENT ONLY (`gateway serve --dev`, `init-admin --dev`): so that `npm start`
  * shows the demo tools at once, the development setup creates — once, through the same policy writes
  * an administrator would make — the local user `developer` (no password) that `gateway dev-token`
  * signs tokens for, and, when a backend `demo` is configured, the permission group "Demo notes

@@ -78,7 +78,8 @@ export interface GatewayProcess {
  */
 export const startGateway = async (options: {
   config: (dir: string) => string
-  env?: Record<string, string>
+  /** Added to the child's environment; `GATEWAY_CONFIG_KEY: undefined` starts it without one. */
+  env?: Record<string, string | undefined>
   port: number
   /** Extra `serve` flags, e.g. `--dev` (accepts `gateway dev-token` tokens; GATEWAY_CONFIG_KEY still wins). */
   args?: ReadonlyArray<string>

@@ -1,0 +1,102 @@
+/**
+ * `gateway dev-token` (issue: hardening, item 7; docs/mcp.md, "Trying it"): it runs only against a
+ * development setup — the same rule as `serve --dev` — so it never signs with a production key nor
+ * writes to a production store; and a gateway started without `--dev` refuses its tokens saying why.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import {
+  freePort,
+  type GatewayProcess,
+  newConfigKey,
+  runGatewayCommand,
+  startGateway
+} from "../support/gateway-process.js"
+
+const cleanup: Array<() => Promise<void>> = []
+afterAll(async () => {
+  for (const each of cleanup.reverse()) await each()
+})
+
+const config = (port: number, database: string) => `
+server: { listen: "127.0.0.1:${port}", public_url: "http://127.0.0.1:${port}/mcp" }
+auth: { issuer: "http://127.0.0.1:${port}/sso" }
+storage: { type: sqlite, path: "${database}" }
+`
+
+const listTools = (gateway: GatewayProcess, token: string) =>
+  fetch(`${gateway.baseUrl}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream"
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+  })
+
+const refusal = "dev-token runs only against a development setup"
+const onlyDev = "development tokens are accepted only by a gateway started with --dev"
+
+describe("gateway dev-token", () => {
+  it("refuses when GATEWAY_CONFIG_KEY is set: never signs with a production key, writes nothing", async () => {
+    const port = await freePort()
+    const gateway = await startGateway({ port, config: (dir) => config(port, join(dir, "gateway.db")) })
+    cleanup.push(() => gateway.stop())
+    const database = join(gateway.dir, "other.db")
+    const file = join(gateway.dir, "other.yaml")
+    writeFileSync(file, config(port, database))
+    const result = await runGatewayCommand(["dev-token", "--config", file], {
+      env: { GATEWAY_CONFIG_KEY: newConfigKey() },
+      cwd: gateway.dir
+    })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain(`${refusal} (GATEWAY_CONFIG_KEY is set)`)
+    expect(result.stderr).toContain(onlyDev)
+    expect(existsSync(database)).toBe(false)
+  })
+
+  it("refuses where no `serve --dev` made a development key, and creates none", async () => {
+    const port = await freePort()
+    const gateway = await startGateway({ port, config: (dir) => config(port, join(dir, "gateway.db")) })
+    cleanup.push(() => gateway.stop())
+    const result = await runGatewayCommand(["dev-token", "--config", gateway.configFile], { cwd: gateway.dir })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain(`${refusal} (there is no development key data/dev-config.key here)`)
+    expect(existsSync(join(gateway.dir, "data/dev-config.key"))).toBe(false)
+  })
+
+  it("after `serve --dev` its token works there; a gateway without --dev refuses it and says why", async () => {
+    const port = await freePort()
+    const dev = await startGateway({
+      port,
+      args: ["--dev"],
+      env: { GATEWAY_CONFIG_KEY: undefined },
+      config: (dir) => config(port, join(dir, "gateway.db"))
+    })
+    cleanup.push(() => dev.stop())
+    const minted = await runGatewayCommand(["dev-token", "--config", dev.configFile], { cwd: dev.dir })
+    expect(minted.stderr).not.toContain(refusal)
+    expect(minted.code).toBe(0)
+    const token = minted.stdout.trim()
+    expect((await listTools(dev, token)).status).toBe(200)
+
+    // The same store and key, served without --dev (as production would be).
+    const otherPort = await freePort()
+    const production = await startGateway({
+      port: otherPort,
+      env: { GATEWAY_CONFIG_KEY: readFileSync(join(dev.dir, "data/dev-config.key"), "utf8").trim() },
+      // Listening elsewhere, but the same issuer and resource, so the token is one it would verify.
+      config: () => config(otherPort, join(dev.dir, "gateway.db")).replaceAll(`:${otherPort}/`, `:${port}/`)
+    })
+    cleanup.push(() => production.stop())
+    const refused = await listTools(production, token)
+    expect(refused.status).toBe(401)
+    expect(await refused.json()).toMatchObject({
+      error: "invalid_token",
+      error_description: "Development tokens (gateway dev-token) are accepted only by a gateway started with --dev."
+    })
+  }, 60_000)
+})
