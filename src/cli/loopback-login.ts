@@ -9,6 +9,9 @@ export class LoginFailed extends Data.TaggedError("LoginFailed")<{ readonly mess
 
 export interface LoopbackLoginRequest {
   readonly issuer: string
+  /** From the issuer's metadata when known; default `{issuer}/authorize` and `{issuer}/token`. */
+  readonly authorizationEndpoint?: string
+  readonly tokenEndpoint?: string
   readonly client: typeof DownstreamClient.Type
   readonly resource: string
   readonly scope: string
@@ -75,6 +78,14 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
               response.end(page("Sign-in failed", "The answer did not belong to this sign-in."))
               return
             }
+            const iss = params.get("iss")
+            if (iss !== null && iss !== request.issuer) {
+              // RFC 9207: an answer naming another issuer is a mix-up attempt; its texts are not shown.
+              response.writeHead(400, { "content-type": "text/html; charset=utf-8" })
+              response.end(page("Sign-in failed", "The answer came from another issuer; see the terminal."))
+              refuse(new Error(`the sign-in answer names another issuer (${iss.slice(0, 100)}), not ${request.issuer}`))
+              return
+            }
             response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
             if (params.get("code") === null) {
               const reason = params.get("error_description") ?? params.get("error") ?? "no code"
@@ -91,7 +102,7 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
       )
       const port = (server.address() as AddressInfo).port
       const redirectUri = `${registered.protocol}//${registered.host}:${port}${registered.pathname}${registered.search}`
-      const authorize = new URL(`${request.issuer}/authorize`)
+      const authorize = new URL(request.authorizationEndpoint ?? `${request.issuer}/authorize`)
       for (const [name, value] of Object.entries({
         client_id: request.client.id,
         redirect_uri: redirectUri,
@@ -116,7 +127,7 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
       )
       const response = yield* Effect.tryPromise({
         try: () =>
-          fetch(`${request.issuer}/token`, {
+          fetch(request.tokenEndpoint ?? `${request.issuer}/token`, {
             method: "POST",
             headers: { "content-type": "application/x-www-form-urlencoded" },
             body: new URLSearchParams({

@@ -6,6 +6,7 @@ import type { ExtraRoutes } from "../runtime/generation.js"
 import { loggerLayer } from "../runtime/logger.js"
 import { version } from "../version.js"
 import { adminLoginCommand } from "./admin-login.js"
+import { connectCommand } from "./connect.js"
 import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
@@ -48,7 +49,8 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
       validateCommand,
       initAdminCommand,
       adminLoginCommand,
-      devTokenCommand
+      devTokenCommand,
+      connectCommand
     ])
   )
 
