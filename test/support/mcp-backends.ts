@@ -163,6 +163,22 @@ export const startLegacyBackend = async (name: string): Promise<TestBackend> => 
 export interface StatefulBackend extends TestBackend {
   readonly sessions: () => ReadonlyArray<string>
   forgetSessions(): void
+  /** A real restart: the listener closes (every connection with it), the sessions are gone, it listens again. */
+  restart(): Promise<void>
+}
+
+/**
+ * How a server answers a request for a session it does not know — each seen from real servers:
+ * - `404`: the Streamable HTTP transport's rule (server SDK: -32001 "Session not found");
+ * - `400`: the reference servers (`server-everything`): -32000 "Bad Request: No valid session ID provided";
+ * - `401`: a server that ties sessions to its own authentication.
+ */
+export type LostSessionAnswer = 404 | 400 | 401
+
+const lostSessionAnswers: Record<LostSessionAnswer, { code: number; message: string }> = {
+  404: { code: -32001, message: "Session not found" },
+  400: { code: -32000, message: "Bad Request: No valid session ID provided" },
+  401: { code: -32001, message: "Unauthorized: unknown session" }
 }
 
 /**
@@ -170,7 +186,11 @@ export interface StatefulBackend extends TestBackend {
  * session id generator), speaking only `protocolVersion`: requests must carry the session id the
  * `initialize` answer gave, and an unknown session is answered 404, as the Streamable HTTP spec says.
  */
-export const startStatefulBackend = async (name: string, protocolVersion = "2025-06-18"): Promise<StatefulBackend> => {
+export const startStatefulBackend = async (
+  name: string,
+  protocolVersion = "2025-06-18",
+  lostSession: LostSessionAnswer = 404
+): Promise<StatefulBackend> => {
   const aborted: Array<string> = []
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>()
   const loopback = await serveLoopback(async (request) => {
@@ -178,8 +198,11 @@ export const startStatefulBackend = async (name: string, protocolVersion = "2025
     if (id !== null) {
       const transport = sessions.get(id)
       if (transport !== undefined) return transport.handleRequest(request)
-      const error = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }
-      return new Response(JSON.stringify(error), { status: 404, headers: { "content-type": "application/json" } })
+      const error = { jsonrpc: "2.0", id: null, error: lostSessionAnswers[lostSession] }
+      return new Response(JSON.stringify(error), {
+        status: lostSession,
+        headers: { "content-type": "application/json" }
+      })
     }
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -197,6 +220,11 @@ export const startStatefulBackend = async (name: string, protocolVersion = "2025
     aborted,
     toolsChanged: () => {},
     sessions: () => [...sessions.keys()],
-    forgetSessions: () => sessions.clear()
+    forgetSessions: () => sessions.clear(),
+    restart: async () => {
+      await loopback.stop()
+      sessions.clear()
+      await loopback.start()
+    }
   })
 }

@@ -15,7 +15,7 @@ import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
 import { makeListener } from "../../src/runtime/listener.js"
-import { quietly } from "./logs.js"
+import { type LogCapture, quietly } from "./logs.js"
 import { permitAllAccess } from "./permit-policy.js"
 import { mintAccessToken, type TokenOptions, testSessionGuard } from "./tokens.js"
 
@@ -62,6 +62,8 @@ export interface TestGatewayOptions {
   readonly directPath?: boolean
   /** The generations' clock (test/support/shifted-clock.ts); the live one by default. */
   readonly clock?: Clock.Clock
+  /** Collects the gateway's log lines (info and up) instead of keeping it quiet. */
+  readonly logs?: LogCapture
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -107,7 +109,9 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     ).pipe(options.clock === undefined ? (effect) => effect : Effect.withClock(options.clock))
     return { base, generations }
   })
-  const { base, generations } = await Effect.runPromise(quietly(started)).catch(async (error: unknown) => {
+  const { base, generations } = await Effect.runPromise(
+    options.logs === undefined ? quietly(started) : options.logs.capture(started)
+  ).catch(async (error: unknown) => {
     // A gateway that did not start releases what it had: the listener, the store, the directory.
     listener.stopAccepting()
     listener.closeAll()

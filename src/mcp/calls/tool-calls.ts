@@ -15,6 +15,7 @@ import {
   backendFailed,
   backendTimedOut,
   backendUnavailable,
+  type ForwardTarget,
   forward,
   inputNotRelayed,
   requestTimeoutCode
@@ -188,7 +189,7 @@ export const ToolCallsLive = Layer.scoped(
       const sendOnce = (over: BackendChannel) =>
         send(over).catch(async (failure: unknown) => {
           if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
-          backends.reportFailure(tool.backend)
+          backends.reportFailure(tool.backend, failure.message)
           const next = await backends.nextChannel(tool.backend, over, request.deadline, request.signal)
           if (next === undefined) throw failure
           return send(next)
@@ -199,14 +200,14 @@ export const ToolCallsLive = Layer.scoped(
         const result = callResult(outcome.result, backendId)
         if (result === "input") return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
         if (result !== undefined) return { _tag: "Result", result }
-        backends.reportFailure(tool.backend)
+        backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
         return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
       } catch (failure) {
         if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (!(failure instanceof ChannelFailure)) throw failure
         if (failure.reason === "timeout") return error(requestTimeoutCode, backendTimedOut(backendId))
         if (failure.reason === "failed") {
-          if (failure.probe) backends.reportFailure(tool.backend)
+          if (failure.probe) backends.reportFailure(tool.backend, failure.message)
           return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
         }
         // Cancelled: by the request itself, or by the caller's `notifications/cancelled`, which leaves
@@ -222,7 +223,13 @@ export const ToolCallsLive = Layer.scoped(
      */
     const viaClient = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
       const slot = backends.slots[tool.backend]!
-      const target = { slot, deadline: request.deadline, reportFailure: () => backends.reportFailure(tool.backend) }
+      const target: ForwardTarget = {
+        slot,
+        deadline: request.deadline,
+        reportFailure: (reason) => backends.reportFailure(tool.backend, reason),
+        reconnected: (previous, signal) =>
+          backends.nextChannel(tool.backend, previous, request.deadline, signal).then((next) => next !== undefined)
+      }
       const params =
         request.arguments === undefined
           ? { name: tool.original }

@@ -18,6 +18,7 @@ import type { CatalogIndex } from "../catalog/index.js"
 import { exposeContentUris, exposeUri, isAmbiguousUri, parseExposedUri } from "../catalog/naming.js"
 import { pageOf } from "../catalog/pagination.js"
 import { shortText } from "../echo.js"
+import type { Backends } from "../upstream/backends.js"
 import { type ForwardTarget, forward as forwardWith, progressOf } from "../upstream/forward.js"
 import type { BackendSlot } from "../upstream/slot.js"
 
@@ -30,7 +31,9 @@ export interface RequestGrant {
 export interface FactoryDeps {
   readonly slots: ReadonlyArray<BackendSlot>
   readonly index: () => CatalogIndex
-  readonly reportFailure: (backend: number) => void
+  readonly reportFailure: (backend: number, reason: string) => void
+  /** `Backends.nextChannel`: a request whose backend forgot the session waits for the new one. */
+  readonly nextChannel: Context.Tag.Service<Backends>["nextChannel"]
   readonly pageSize: number
   /** Keyed by the AuthInfo object the route passes to `handler.fetch`, which the SDK hands back unchanged. */
   readonly grants: WeakMap<AuthInfo, RequestGrant>
@@ -63,7 +66,9 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     const target = (backend: number): ForwardTarget => ({
       slot: deps.slots[backend]!,
       deadline: grant.deadline,
-      reportFailure: () => deps.reportFailure(backend)
+      reportFailure: (reason) => deps.reportFailure(backend, reason),
+      reconnected: (previous, signal) =>
+        deps.nextChannel(backend, previous, grant.deadline, signal).then((next) => next !== undefined)
     })
     // A prompt or resource read the policy stops allowing while it runs is cancelled (AccessWithdrawn).
     const forward = <T>(

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Either, Layer, Queue } from "effect"
+import { Context, Duration, Effect, Either, Layer, Queue, Runtime } from "effect"
 import { Config } from "../../config/service.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { GatewayTools } from "../catalog/gateway-tools.js"
@@ -17,6 +17,7 @@ export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
 export class BackendsUnavailable extends Error {}
 
 const probeSpacing = Duration.seconds(1)
+const failureLogWindowMs = 30_000
 
 const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
   current !== undefined && JSON.stringify(current) === JSON.stringify(next)
@@ -34,15 +35,19 @@ export class Backends extends Context.Tag("gateway/Backends")<
     readonly slots: ReadonlyArray<BackendSlot>
     /** The current aggregated catalog; synchronous, for the request hot path. */
     readonly index: () => CatalogIndex
-    /** Called by a request whose backend call failed below the protocol: the worker probes and reconnects. */
-    readonly reportFailure: (backend: number) => void
+    /**
+     * Called by a request whose backend call failed below the protocol: the worker probes and
+     * reconnects. Logged as `backend call failed` with the reason, at most once per backend every
+     * 30 s (the next line counts the failures in between). `reason` must be safe to log.
+     */
+    readonly reportFailure: (backend: number, reason: string) => void
     /**
      * The channel of the backend's next connection, once the worker has made one after `previous`
      * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first.
      */
     readonly nextChannel: (
       backend: number,
-      previous: BackendChannel,
+      previous: BackendChannel | undefined,
       until: number,
       signal: AbortSignal
     ) => Promise<BackendChannel | undefined>
@@ -68,6 +73,7 @@ export const BackendsLive = Layer.scoped(
       status: "connecting",
       client: undefined,
       channel: undefined,
+      session: undefined,
       catalog: undefined,
       inherited: false
     }))
@@ -94,6 +100,7 @@ export const BackendsLive = Layer.scoped(
         const client = slot.client
         slot.client = undefined
         slot.channel = undefined
+        slot.session = undefined
         slot.status = "unavailable"
         if (client !== undefined) yield* Effect.promise(() => client.close().catch(() => {}))
         yield* Effect.logWarning("backend unavailable").pipe(Effect.annotateLogs({ backend: slot.config.id, reason }))
@@ -107,6 +114,7 @@ export const BackendsLive = Layer.scoped(
         Object.assign(slot, {
           client: result.right.client,
           channel: result.right.channel,
+          session: result.right.session,
           catalog: result.right.catalog,
           inherited: false,
           status: "ready"
@@ -140,6 +148,31 @@ export const BackendsLive = Layer.scoped(
       )
     }
     publish()
+
+    // `backend call failed`: the first failure at once, then one line per backend and window with a count.
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+    const failureLog = slots.map(() => ({ loggedAt: Number.NEGATIVE_INFINITY, since: 0 }))
+    const logFailure = (at: number, slot: BackendSlot, reason: string) => {
+      const entry = failureLog[at]!
+      const time = now()
+      if (time - entry.loggedAt < failureLogWindowMs) {
+        entry.since++
+        return
+      }
+      const suppressed = entry.since
+      entry.loggedAt = time
+      entry.since = 0
+      runSync(
+        Effect.logWarning("backend call failed").pipe(
+          Effect.annotateLogs({
+            event: "backend.call_failed",
+            backend: slot.config.id,
+            reason,
+            ...(suppressed > 0 ? { failures_not_logged: suppressed } : {})
+          })
+        )
+      )
+    }
 
     const refreshEvery = config.catalog.refresh_interval
     const worker = (slot: BackendSlot, at: number) =>
@@ -186,9 +219,12 @@ export const BackendsLive = Layer.scoped(
     return {
       slots,
       index: () => index,
-      reportFailure: (at) => {
+      reportFailure: (at, reason) => {
         const queue = wakeups[at]
-        if (queue !== undefined) Queue.unsafeOffer(queue, "failed")
+        const slot = slots[at]
+        if (queue === undefined || slot === undefined) return
+        logFailure(at, slot, reason)
+        Queue.unsafeOffer(queue, "failed")
       },
       nextChannel: (at, previous, until, signal) => {
         const slot = slots[at]

@@ -6,6 +6,7 @@ import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
 import type { TokenSource } from "./auth.js"
+import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
 
 /**
  * The gateway's own JSON-RPC sender for calls it forwards (`tools/call`), beside the MCP client SDK
@@ -44,7 +45,7 @@ export class ChannelFailure extends Error {
      * client error (4xx but 404) — it is up, and refused this one request.
      */
     readonly probe = reason === "failed",
-    /** A 2025-era backend answered 404 to our session id: it forgot the session (restarted); nothing ran. */
+    /** A 2025-era backend no longer knows our session id (it restarted; src/mcp/upstream/lost-session.ts): nothing ran. */
     readonly sessionLost = false
   ) {
     super(detail)
@@ -218,10 +219,22 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         const stream = status === 200 && type === "text/event-stream"
         const json = type === "application/json" && (status === 200 || (status === 400 && session.era === "modern"))
         if (!stream && !json) {
-          incoming.resume()
+          const detail = `the backend answered HTTP ${status} (${type || "no content type"})`
           const refused = status >= 400 && status < 500 && status !== 404
-          const lost = status === 404 && session.sessionId !== undefined
-          return fail("failed", `the backend answered HTTP ${status} (${type || "no content type"})`, !refused, lost)
+          if (session.sessionId === undefined || (status !== 400 && status !== 401 && status !== 404)) {
+            incoming.resume()
+            return fail("failed", detail, !refused)
+          }
+          // Sent with a session id: the answer may say the backend forgot it (restarted); nothing ran then.
+          return readStart(incoming, lostSessionBodyLimit, (body) => {
+            const lost = isLostSession(status, body)
+            fail(
+              "failed",
+              lost ? `the backend no longer knows the session (HTTP ${status})` : detail,
+              lost || !refused,
+              lost
+            )
+          })
         }
         incoming.setEncoding("utf8")
         let size = 0
@@ -279,6 +292,26 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     })
 
   return { call }
+}
+
+/** The first `limit` characters of a body (undefined if it is longer, or cut off); the rest is discarded. */
+const readStart = (incoming: IncomingMessage, limit: number, done: (body: string | undefined) => void) => {
+  let text = ""
+  let finished = false
+  const finish = (body: string | undefined) => {
+    if (finished) return
+    finished = true
+    incoming.removeAllListeners("data")
+    incoming.resume()
+    done(body)
+  }
+  incoming.setEncoding("utf8")
+  incoming.on("data", (chunk: string) => {
+    text += chunk
+    if (text.length > limit) finish(undefined)
+  })
+  incoming.once("end", () => finish(text))
+  incoming.once("error", () => finish(undefined))
 }
 
 const parse = (text: string): unknown => {

@@ -19,6 +19,7 @@ const reasonOf = (error: unknown) => (error instanceof Error ? error.message : S
 export interface BackendConnection {
   readonly client: Client
   readonly channel: BackendChannel
+  readonly session: () => BackendSession | undefined
 }
 
 const clientInfo = { name: "gateway", version }
@@ -65,7 +66,7 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
       }
       const url = new URL(backend.url)
       const channel = makeBackendChannel({ url, headers, tokens, agents: backendFetch.agents, session, clientInfo })
-      return { client, channel }
+      return { client, channel, session }
     },
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
   })
@@ -92,9 +93,9 @@ export const fetchCatalog = (backend: BackendConfig, client: Client) =>
   })
 
 export const connectAndFetch = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
-  Effect.flatMap(connectBackend(backend, onListChanged, now), ({ client, channel }) =>
+  Effect.flatMap(connectBackend(backend, onListChanged, now), ({ client, channel, session }) =>
     fetchCatalog(backend, client).pipe(
-      Effect.map((catalog) => ({ client, channel, catalog })),
+      Effect.map((catalog) => ({ client, channel, session, catalog })),
       Effect.tapError(() => Effect.promise(() => client.close().catch(() => {})))
     )
   )

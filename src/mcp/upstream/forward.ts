@@ -1,6 +1,14 @@
-import { type Client, type RequestOptions, SdkError, SdkErrorCode } from "@modelcontextprotocol/client"
+import {
+  type Client,
+  type RequestOptions,
+  SdkError,
+  SdkErrorCode,
+  UnauthorizedError
+} from "@modelcontextprotocol/client"
 import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server"
 import { Duration } from "effect"
+import type { BackendChannel } from "./channel.js"
+import { isLostSession } from "./lost-session.js"
 import type { BackendSlot } from "./slot.js"
 
 /** JSON-RPC code for a call cut off by its deadline (the value MCP SDKs have used for request timeouts). */
@@ -17,7 +25,30 @@ export interface ForwardTarget {
   readonly slot: BackendSlot
   /** Absolute deadline (ms since epoch): the request's `request_timeout`, if sooner than the backend's `timeouts.call`. */
   readonly deadline: number
-  readonly reportFailure: () => void
+  /** `reason`: safe to log (never a body or a credential). */
+  readonly reportFailure: (reason: string) => void
+  /**
+   * Waits (until the deadline or `signal`) for the backend's next connection after `previous`; true
+   * once one is up. For a request the backend refused because it forgot the session.
+   */
+  readonly reconnected?: (previous: BackendChannel | undefined, signal: AbortSignal) => Promise<boolean>
+}
+
+/** What went wrong, in words safe to log: an HTTP status or the error's kind, never the backend's body. */
+const failureReason = (error: unknown): string => {
+  const status = (error as { data?: { status?: unknown } } | null)?.data?.status
+  if (typeof status === "number") return `the backend answered HTTP ${status}`
+  return error instanceof SdkError ? `the MCP client failed (${error.code})` : "the request to the backend failed"
+}
+
+/** The backend refused the request because it no longer knows the session (src/mcp/upstream/lost-session.ts). */
+const sessionLost = (error: unknown): boolean => {
+  if (error instanceof UnauthorizedError) return true
+  if (typeof error !== "object" || error === null) return false
+  const data = (error as { data?: unknown }).data
+  if (typeof data !== "object" || data === null) return false
+  const { status, text } = data as { status?: unknown; text?: unknown }
+  return typeof status === "number" && isLostSession(status, typeof text === "string" ? text : undefined)
 }
 
 const isProtocolError = (error: unknown): error is { code: number; message: string; data?: unknown } =>
@@ -76,9 +107,24 @@ export const forward = async <T>(
     maxTotalTimeout: Math.max(1, timeout),
     ...(onProgress === undefined ? {} : { onprogress: (progress) => onProgress({ ...progress }) })
   }
+  const channel = slot.channel
+  const hadSession = slot.session?.()?.sessionId !== undefined
   try {
     return await send(client, options)
-  } catch (error) {
+  } catch (first) {
+    let error = first
+    // A backend that restarted ran nothing: once the worker has a new session, the request goes once more.
+    if (!signal.aborted && hadSession && target.reconnected !== undefined && sessionLost(error)) {
+      target.reportFailure("the backend no longer knows the session")
+      const next = (await target.reconnected(channel, signal)) ? slot.client : undefined
+      if (next !== undefined && next !== client) {
+        try {
+          return await send(next, options)
+        } catch (again) {
+          error = again
+        }
+      }
+    }
     if (signal.aborted) throw error
     if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
     const answered = jsonRpcErrorInHttpError(error)
@@ -94,7 +140,7 @@ export const forward = async <T>(
     if (isTimeout(error)) {
       throw new ProtocolError(requestTimeoutCode, backendTimedOut(slot.config.id))
     }
-    target.reportFailure()
+    target.reportFailure(failureReason(error))
     throw new ProtocolError(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
   }
 }

@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/client"
 import type { BackendConfig } from "../../config/schema.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
-import type { BackendChannel } from "./channel.js"
+import type { BackendChannel, BackendSession } from "./channel.js"
 
 /**
  * The live state of one configured backend in one generation. Mutated only by that backend's worker
@@ -14,6 +14,8 @@ export interface BackendSlot {
   client: Client | undefined
   /** Set with `client`: how forwarded calls reach the backend. */
   channel: BackendChannel | undefined
+  /** Set with `client`: the session it negotiated (a 2025-era backend's session id, if it gave one). */
+  session: (() => BackendSession | undefined) | undefined
   catalog: BackendCatalog | undefined
   /** The catalog came from the previous generation (Versioning 8); never counts as ready. */
   inherited: boolean
