@@ -45,6 +45,7 @@ const modernEnvelope = {
 interface Shape {
   readonly name: string
   readonly method: "tools/list" | "tools/call"
+  /** Absent: the request has no `params` member at all (2025-era only: the 2026 envelope lives in params). */
   readonly params?: Record<string, unknown>
   /** `Mcp-Name` for a 2026-era call (the tool name when absent). */
   readonly mcpName?: string
@@ -55,6 +56,8 @@ const cursorAfter = (key: string) => Buffer.from(JSON.stringify({ after: key }))
 
 const shapes: ReadonlyArray<Shape> = [
   { name: "tools/list, first page", method: "tools/list", params: {} },
+  { name: "tools/list, no params member", method: "tools/list" },
+  { name: "tools/call, no params member", method: "tools/call" },
   { name: "tools/list, an issued cursor", method: "tools/list", params: { cursor: cursorAfter("alpha__echo") } },
   { name: "tools/list, a cursor naming no tool", method: "tools/list", params: { cursor: cursorAfter("zzz") } },
   { name: "tools/list, a malformed cursor", method: "tools/list", params: { cursor: "%%%" } },
@@ -104,7 +107,12 @@ const send = async (gateway: TestGateway, era: "modern" | "legacy", shape: Shape
       : { "mcp-protocol-version": "2025-11-25" }
   const response = await rawPost(
     gateway.mcpUrl,
-    JSON.stringify({ jsonrpc: "2.0", id: shape.id ?? 1, method: shape.method, params: body }),
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: shape.id ?? 1,
+      method: shape.method,
+      ...(shape.params === undefined && era === "legacy" ? {} : { params: body })
+    }),
     { ...headers, authorization: `Bearer ${token}` }
   )
   return { status: response.status, message: await jsonRpcOf(response) }
@@ -130,5 +138,15 @@ describe("the two gateways take different paths", () => {
     expect(fromDirect.headers.get("content-type")).toBe("application/json")
     expect(fromSdk.headers.get("content-type")).toContain("text/event-stream")
     expect(await jsonRpcOf(fromDirect)).toEqual(await jsonRpcOf(fromSdk))
+  })
+
+  it("a 2025-era tools/list without a params member (both SDKs send it so) takes the direct path too", async () => {
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" })
+    const answer = await rawPost(direct.mcpUrl, list, {
+      "mcp-protocol-version": "2025-11-25",
+      authorization: `Bearer ${await direct.token()}`
+    })
+    expect(answer.headers.get("content-type")).toBe("application/json")
+    expect(((await jsonRpcOf(answer)) as { result: { tools: Array<unknown> } }).result.tools).toHaveLength(2)
   })
 })

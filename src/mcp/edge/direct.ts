@@ -61,7 +61,9 @@ export const directRequest = (
   modernRevisions: ReadonlySet<string>
 ): DirectRequest | undefined => {
   if (!isRecord(message) || !onlyKeys(message, requestKeys)) return undefined
-  const { id, params } = message
+  const { id } = message
+  // Without `params` (2025-era clients send `tools/list` so): as `params: {}`; the 2026 envelope needs params.
+  const params = message["params"] === undefined ? {} : message["params"]
   if (message["jsonrpc"] !== "2.0" || message["method"] !== method || !isRequestId(id)) return undefined
   if (!isRecord(params)) return undefined
   for (const key in params) if (key !== "_meta" && !paramKeys.has(key)) return undefined
