@@ -14,6 +14,20 @@ export const backendIdsUnique = rule("backendIdsUnique", ["backends"], ({ backen
   })
 })
 
+/** Two backends with one name prefix would expose each other's names: refused (docs/mcp.md, "Naming"). */
+export const backendPrefixesUnique = rule("backendPrefixesUnique", ["backends"], ({ backends }) => {
+  const seen = new Map<string, string>()
+  return backends.flatMap((backend, index) => {
+    const prefix = backend.naming.prefix ?? `${backend.id}__`
+    if (prefix === "") return []
+    const other = seen.get(prefix)
+    seen.set(prefix, backend.id)
+    return other === undefined
+      ? []
+      : [problem(`backends[${index}].naming.prefix`, `the name prefix "${prefix}" is also backend "${other}"'s`)]
+  })
+})
+
 /** Backends get bearer tokens and user requests: plain http only when the YAML says so explicitly. */
 export const backendUrlsSecure = rule("backendUrlsSecure", ["backends"], ({ backends }) =>
   backends.flatMap((backend, index): ReadonlyArray<ConfigProblem> => {
@@ -111,6 +125,7 @@ export const catalogRefreshPositive = rule("catalogRefreshPositive", ["catalog"]
 
 export const backendRules: ReadonlyArray<Rule> = [
   backendIdsUnique,
+  backendPrefixesUnique,
   backendUrlsSecure,
   backendOAuthIssuerSecure,
   backendAuthExclusive,

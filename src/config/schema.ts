@@ -171,6 +171,23 @@ export const BackendOAuth = Schema.Struct({
   scopes: withDefault(Schema.Array(NonEmpty), () => [])
 })
 
+/**
+ * How a backend's tools, prompts and resources are named to clients (docs/mcp.md, "Naming"). The default
+ * `<id>__` prefix and `gateway://<id>/` URIs keep every backend's names apart; `prefix: ""` and
+ * `resource_uris: original` expose the backend's own names (a single backend, or backends whose names
+ * never collide — a name two backends expose is exposed by neither).
+ */
+export const BackendNaming = Schema.Struct({
+  prefix: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^[A-Za-z0-9_.-]{0,64}$/, {
+        message: () => "expected at most 64 letters, digits, _, - and . (an empty prefix exposes the original names)"
+      })
+    )
+  ),
+  resource_uris: withDefault(Schema.Literal("gateway", "original"), () => "gateway" as const)
+})
+
 export const Backend = Schema.Struct({
   id: NonEmpty.pipe(
     Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
@@ -187,6 +204,7 @@ export const Backend = Schema.Struct({
   required: withDefault(Schema.Boolean, () => false),
   required_scopes: withDefault(Schema.Array(NonEmpty), () => []),
   tool_rules: withDefault(Schema.Array(ToolRule), () => []),
+  naming: withDefault(BackendNaming, () => ({ resource_uris: "gateway" as const })),
   timeouts: withDefault(
     Schema.Struct({
       connect: withDefault(DurationFromString, () => Duration.seconds(10)),

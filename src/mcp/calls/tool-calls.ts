@@ -7,7 +7,7 @@ import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { ExposedTool } from "../catalog/index.js"
-import { exposeContentUris } from "../catalog/naming.js"
+import { exposeContentUris, type Naming, namingOf } from "../catalog/naming.js"
 import { shortText } from "../echo.js"
 import { Backends } from "../upstream/backends.js"
 import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
@@ -78,10 +78,7 @@ const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdra
  * A CallToolResult as the caller may get it, "input" for a multi-round-trip request (not relayed), or
  * undefined when it is not a CallToolResult at all.
  */
-const callResult = (
-  result: Record<string, unknown>,
-  backendId: string
-): Record<string, unknown> | "input" | undefined => {
+const callResult = (result: Record<string, unknown>, naming: Naming): Record<string, unknown> | "input" | undefined => {
   const { content, isError, structuredContent, resultType } = result
   if (resultType !== undefined && resultType !== "complete")
     return resultType === "input_required" ? "input" : undefined
@@ -91,7 +88,7 @@ const callResult = (
   if (!blocks || (isError !== undefined && typeof isError !== "boolean")) return undefined
   if (structuredContent !== undefined && !isRecord(structuredContent)) return undefined
   const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
-  return { ...rest, content: exposeContentUris(backendId, content ?? []) }
+  return { ...rest, content: exposeContentUris(naming, content ?? []) }
 }
 
 /** Deeper arguments are refused: no tool needs them, and serializing them again could exhaust the stack. */
@@ -197,7 +194,7 @@ export const ToolCallsLive = Layer.scoped(
       try {
         const outcome = await sendOnce(channel)
         if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
-        const result = callResult(outcome.result, backendId)
+        const result = callResult(outcome.result, namingOf(slot.config))
         if (result === "input") return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
         if (result !== undefined) return { _tag: "Result", result }
         backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
@@ -243,7 +240,7 @@ export const ToolCallsLive = Layer.scoped(
             forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
           stillAllowed(tool, request.arguments)
         )
-        const exposed = callResult(result as Record<string, unknown>, slot.config.id)
+        const exposed = callResult(result as Record<string, unknown>, namingOf(slot.config))
         return exposed === undefined || exposed === "input"
           ? error(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
           : { _tag: "Result", result: exposed }

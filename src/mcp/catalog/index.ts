@@ -2,7 +2,7 @@ import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool }
 import type { ApprovalPolicy, BackendConfig } from "../../config/schema.js"
 import { type BackendCatalog, declaredParamHeaders, withoutReservedMeta } from "./backend-catalog.js"
 import { type GatewayTool, gatewayToolName } from "./gateway-tools.js"
-import { exposeName, exposeUri } from "./naming.js"
+import { exposeName, exposeUri, namingOf, parseExposedUri } from "./naming.js"
 import { publicationOf } from "./publication.js"
 
 /** One exposed item: its exposed key (name or URI), which backend (config index) and its original key. */
@@ -42,6 +42,15 @@ export interface CatalogIndex {
   readonly completions: ReadonlyArray<boolean>
   /** Every `Mcp-Param-*` header a published tool declares. */
   readonly paramHeaders: ReadonlyArray<string>
+  /** Names and URIs more than one backend exposes (or a backend and the gateway): exposed by no backend. */
+  readonly collisions: ReadonlyArray<Collision>
+}
+
+export interface Collision {
+  readonly kind: "tool" | "prompt" | "resource" | "resource template"
+  readonly key: string
+  /** Backend ids; `gateway` for a gateway-provided tool (which keeps its name). */
+  readonly backends: ReadonlyArray<string>
 }
 
 export interface CatalogSource {
@@ -60,7 +69,7 @@ export const buildIndex = (
   sources: ReadonlyArray<CatalogSource>,
   gatewayTools: ReadonlyArray<GatewayTool> = []
 ): CatalogIndex => {
-  const tools: Array<ExposedTool> = gatewayTools
+  let tools: Array<ExposedTool> = gatewayTools
     .filter((tool) => gatewayToolName.test(tool.definition.name))
     .map((tool) => ({
       key: tool.definition.name,
@@ -72,15 +81,16 @@ export const buildIndex = (
       paramHeaders: [],
       gateway: tool
     }))
-  const prompts: Array<Entry<Prompt>> = []
-  const resources: Array<Entry<Resource>> = []
-  const templates: Array<Entry<ResourceTemplate>> = []
+  let prompts: Array<Entry<Prompt>> = []
+  let resources: Array<Entry<Resource>> = []
+  let templates: Array<Entry<ResourceTemplate>> = []
   sources.forEach(({ config, catalog }, backend) => {
     if (catalog === undefined) return
     const publication = publicationOf(config)
+    const naming = namingOf(config)
     for (const tool of catalog.tools) {
       const decision = publication(tool.name)
-      const key = exposeName(config.id, tool.name)
+      const key = exposeName(naming, tool.name)
       if (!decision.published || key === undefined) continue
       const item = { ...withoutReservedMeta(tool), name: key }
       tools.push({
@@ -94,16 +104,16 @@ export const buildIndex = (
       })
     }
     for (const prompt of catalog.prompts) {
-      const key = exposeName(config.id, prompt.name)
+      const key = exposeName(naming, prompt.name)
       if (key !== undefined)
         prompts.push({ key, backend, original: prompt.name, item: { ...withoutReservedMeta(prompt), name: key } })
     }
     for (const resource of catalog.resources) {
-      const key = exposeUri(config.id, resource.uri)
+      const key = exposeUri(naming, resource.uri)
       resources.push({ key, backend, original: resource.uri, item: { ...withoutReservedMeta(resource), uri: key } })
     }
     for (const template of catalog.templates) {
-      const key = exposeUri(config.id, template.uriTemplate)
+      const key = exposeUri(naming, template.uriTemplate)
       templates.push({
         key,
         backend,
@@ -112,8 +122,15 @@ export const buildIndex = (
       })
     }
   })
+  const collisions: Array<Collision> = []
+  const idOf = (backend: number) => (backend === GATEWAY_BACKEND ? "gateway" : (sources[backend]?.config.id ?? "?"))
+  tools = withoutCollisions(tools, "tool", idOf, collisions)
+  prompts = withoutCollisions(prompts, "prompt", idOf, collisions)
+  resources = withoutCollisions(resources, "resource", idOf, collisions)
+  templates = withoutCollisions(templates, "resource template", idOf, collisions)
   for (const list of [tools, prompts, resources, templates]) list.sort(byKey)
   return {
+    collisions,
     backends: sources.map((source) => source.config),
     tools,
     toolByName: indexBy(tools),
@@ -126,4 +143,66 @@ export const buildIndex = (
     completions: sources.map((source) => source.catalog?.completions ?? false),
     paramHeaders: [...new Set(tools.flatMap((tool) => tool.paramHeaders))].sort()
   }
+}
+
+/**
+ * Entries whose key no other backend exposes. A key several backends expose is exposed by none of them
+ * (deny on doubt: a client must never reach one backend by a name it learned from another); a
+ * gateway-provided tool keeps its name and the backend's tool of that name is dropped.
+ */
+const withoutCollisions = <T extends { readonly key: string; readonly backend: number }>(
+  entries: Array<T>,
+  kind: Collision["kind"],
+  idOf: (backend: number) => string,
+  collisions: Array<Collision>
+): Array<T> => {
+  const owners = new Map<string, Set<number>>()
+  for (const entry of entries) {
+    const seen = owners.get(entry.key)
+    if (seen === undefined) owners.set(entry.key, new Set([entry.backend]))
+    else seen.add(entry.backend)
+  }
+  const dropped = new Set<string>()
+  for (const [key, backends] of owners) {
+    if (backends.size < 2) continue
+    dropped.add(key)
+    collisions.push({ kind, key, backends: [...backends].map(idOf).sort() })
+  }
+  if (dropped.size === 0) return entries
+  return entries.filter((entry) => !dropped.has(entry.key) || entry.backend === GATEWAY_BACKEND)
+}
+
+/**
+ * The backend a resource URI a client sent belongs to, and the URI as that backend knows it: a
+ * `gateway://<id>/…` URI of a backend with gateway URIs; otherwise, for backends exposing their original
+ * URIs, a listed resource, then the template whose literal start matches most of the URI (two backends
+ * matching equally: none), then the only such backend if there is one.
+ */
+export const routeUri = (
+  index: CatalogIndex,
+  uri: string
+): { readonly backend: number; readonly original: string } | undefined => {
+  const parsed = parseExposedUri(uri)
+  if (parsed !== undefined) {
+    const backend = index.backends.findIndex((config) => config.id === parsed.backendId)
+    const config = index.backends[backend]
+    if (config !== undefined && !namingOf(config).originalUris) return { backend, original: parsed.original }
+  }
+  const listed = index.resourceByUri.get(uri)
+  if (listed !== undefined && index.backends[listed.backend] !== undefined) {
+    if (namingOf(index.backends[listed.backend]!).originalUris) return { backend: listed.backend, original: uri }
+  }
+  let best: { backend: number; length: number; tie: boolean } | undefined
+  for (const template of index.templates) {
+    const config = index.backends[template.backend]
+    if (config === undefined || !namingOf(config).originalUris) continue
+    const literal = template.key.split("{", 1)[0]!
+    if (literal === "" || !uri.startsWith(literal)) continue
+    if (best === undefined || literal.length > best.length)
+      best = { backend: template.backend, length: literal.length, tie: false }
+    else if (literal.length === best.length && template.backend !== best.backend) best.tie = true
+  }
+  if (best !== undefined) return best.tie ? undefined : { backend: best.backend, original: uri }
+  const original = index.backends.flatMap((config, backend) => (namingOf(config).originalUris ? [backend] : []))
+  return original.length === 1 ? { backend: original[0]!, original: uri } : undefined
 }

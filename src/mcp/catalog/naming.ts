@@ -1,25 +1,51 @@
+import type { BackendConfig } from "../../config/schema.js"
 import { isRecord } from "../../json.js"
 
 /**
- * Exposed names (docs/mcp.md, "Naming"). Tools and prompts are `<backend_id>__<original>`; resource URIs
- * and templates are `gateway://<backend_id>/<original URI>`. Backend ids never contain `__` nor end in
- * `_` (config schema), so the first `__` always ends the id: two (backend, name) pairs never expose the
- * same name, and policy keeps referring to the original name plus the backend id.
+ * Exposed names (docs/mcp.md, "Naming"). By default tools and prompts are `<backend_id>__<original>`
+ * and resource URIs and templates `gateway://<backend_id>/<original URI>`. Backend ids never contain
+ * `__` nor end in `_` (config schema), so the first `__` always ends the id and two (backend, name) pairs
+ * never expose the same name. A backend's `naming` may set another prefix (distinct per backend), an
+ * empty one, or its original URIs; then names can collide, and a name two backends expose is exposed by
+ * neither (src/mcp/catalog/index.ts). Policy always refers to the original name plus the backend id.
  */
 
 export const separator = "__"
 export const resourceScheme = "gateway://"
 
+/** How one backend's names are exposed: derived from its configuration. */
+export interface Naming {
+  readonly backendId: string
+  readonly prefix: string
+  readonly originalUris: boolean
+}
+
+const namings = new WeakMap<BackendConfig, Naming>()
+
+export const namingOf = (config: BackendConfig): Naming => {
+  let naming = namings.get(config)
+  if (naming === undefined) {
+    naming = {
+      backendId: config.id,
+      prefix: config.naming.prefix ?? `${config.id}${separator}`,
+      originalUris: config.naming.resource_uris === "original"
+    }
+    namings.set(config, naming)
+  }
+  return naming
+}
+
 /** MCP tool-name rules (SEP-986): 1-128 characters from letters, digits, `_`, `-` and `.`. */
 const toolName = /^[A-Za-z0-9_.-]{1,128}$/
 
 /** The exposed name, or undefined when the result would break the MCP name rules (the tool is then not exposed). */
-export const exposeName = (backendId: string, original: string): string | undefined => {
-  const exposed = `${backendId}${separator}${original}`
+export const exposeName = (naming: Naming, original: string): string | undefined => {
+  const exposed = `${naming.prefix}${original}`
   return toolName.test(exposed) ? exposed : undefined
 }
 
-export const exposeUri = (backendId: string, original: string): string => `${resourceScheme}${backendId}/${original}`
+export const exposeUri = (naming: Naming, original: string): string =>
+  naming.originalUris ? original : `${resourceScheme}${naming.backendId}/${original}`
 
 /** Splits an exposed URI back into backend id and original URI; undefined when it is not one of ours. */
 export const parseExposedUri = (uri: string): { readonly backendId: string; readonly original: string } | undefined => {
@@ -49,14 +75,14 @@ const hasControlOrBackslash = (text: string): boolean => {
   return false
 }
 
-const exposeBlock = (backendId: string, block: unknown): unknown => {
+const exposeBlock = (naming: Naming, block: unknown): unknown => {
   if (!isRecord(block)) return block
   if (block["type"] === "resource_link" && typeof block["uri"] === "string") {
-    return { ...block, uri: exposeUri(backendId, block["uri"]) }
+    return { ...block, uri: exposeUri(naming, block["uri"]) }
   }
   const resource = block["resource"]
   if (block["type"] === "resource" && isRecord(resource) && typeof resource["uri"] === "string") {
-    return { ...block, resource: { ...resource, uri: exposeUri(backendId, resource["uri"]) } }
+    return { ...block, resource: { ...resource, uri: exposeUri(naming, resource["uri"]) } }
   }
   return block
 }
@@ -66,7 +92,9 @@ const exposeBlock = (backendId: string, block: unknown): unknown => {
  * resource links and embedded resources in their exposed form, so a client can read them through the
  * gateway. Other blocks, and URIs inside text, are left as they are.
  */
-export const exposeContentUris = <T>(backendId: string, content: T): T =>
-  (Array.isArray(content)
-    ? content.map((block) => exposeBlock(backendId, block))
-    : exposeBlock(backendId, content)) as T
+export const exposeContentUris = <T>(naming: Naming, content: T): T =>
+  (naming.originalUris
+    ? content
+    : Array.isArray(content)
+      ? content.map((block) => exposeBlock(naming, block))
+      : exposeBlock(naming, content)) as T

@@ -14,8 +14,8 @@ import { version } from "../../version.js"
 import { AccessWithdrawn } from "../calls/in-flight.js"
 import type { ToolCalls } from "../calls/tool-calls.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
-import type { CatalogIndex } from "../catalog/index.js"
-import { exposeContentUris, exposeUri, isAmbiguousUri, parseExposedUri } from "../catalog/naming.js"
+import { type CatalogIndex, routeUri } from "../catalog/index.js"
+import { exposeContentUris, exposeUri, isAmbiguousUri, namingOf } from "../catalog/naming.js"
 import { pageOf } from "../catalog/pagination.js"
 import { shortText } from "../echo.js"
 import type { Backends } from "../upstream/backends.js"
@@ -56,7 +56,6 @@ const ambiguous = new ProtocolError(
  * nothing is decided here — every answer asks the View, and `tools/call` goes to ToolCalls.
  */
 export const makeServerFactory = (deps: FactoryDeps) => {
-  const backendById = new Map(deps.slots.map((slot, at) => [slot.config.id, at]))
   return (context: McpRequestContext): Server => {
     const grant = context.authInfo === undefined ? undefined : deps.grants.get(context.authInfo)
     // The route verifies every request before the SDK sees it; no grant means a wiring bug, so deny.
@@ -153,10 +152,10 @@ export const makeServerFactory = (deps: FactoryDeps) => {
         (client, options) =>
           client.getPrompt({ name: entry.original, ...(args === undefined ? {} : { arguments: args }) }, options)
       )
-      const backendId = deps.slots[entry.backend]!.config.id
+      const naming = namingOf(deps.slots[entry.backend]!.config)
       const messages = result.messages.map((message) => ({
         ...message,
-        content: exposeContentUris(backendId, message.content)
+        content: exposeContentUris(naming, message.content)
       }))
       return withoutReservedMeta({ ...result, messages })
     })
@@ -185,10 +184,10 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     })
     server.setRequestHandler("resources/read", async (request, ctx) => {
       // Template-expanded URIs are not listed: any URI under a visible backend's prefix goes to that backend.
-      const parsed = parseExposedUri(request.params.uri)
+      const parsed = routeUri(index, request.params.uri)
       // Never forwarded: a backend might resolve `..` against something the caller was not meant to reach.
       if (parsed !== undefined && isAmbiguousUri(parsed.original)) throw ambiguous
-      const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+      const backend = parsed?.backend
       if (parsed === undefined || backend === undefined || !view.readsResources(backend)) {
         throw notFound(request.params.uri)
       }
@@ -198,15 +197,15 @@ export const makeServerFactory = (deps: FactoryDeps) => {
         (next) => next.readsResources(backend),
         (client, options) => client.readResource({ uri: parsed.original }, { ...options, cacheMode: "bypass" })
       )
-      const id = parsed.backendId
+      const naming = namingOf(deps.slots[backend]!.config)
       return withoutReservedMeta({
         ...result,
-        contents: result.contents.map((content) => ({ ...content, uri: exposeUri(id, content.uri) }))
+        contents: result.contents.map((content) => ({ ...content, uri: exposeUri(naming, content.uri) }))
       })
     })
     if (completions) {
       server.setRequestHandler("completion/complete", async (request, ctx) => {
-        const routed = routeCompletion(request.params.ref, index, backendById)
+        const routed = routeCompletion(request.params.ref, index)
         if (routed === undefined || !routed.allowed(view) || !index.completions[routed.backend]) {
           return { completion: { values: [] } }
         }
@@ -228,8 +227,7 @@ type CompletionRef = CompleteRequest["params"]["ref"]
 /** Where a completion goes, and the permission it needs: the prompt itself, or reading the backend's resources. */
 const routeCompletion = (
   ref: CompletionRef,
-  index: CatalogIndex,
-  backendById: ReadonlyMap<string, number>
+  index: CatalogIndex
 ): { readonly backend: number; readonly ref: CompletionRef; readonly allowed: (view: View) => boolean } | undefined => {
   if (ref.type === "ref/prompt") {
     const entry = index.promptByName.get(ref.name)
@@ -237,8 +235,8 @@ const routeCompletion = (
       ? undefined
       : { backend: entry.backend, ref: { ...ref, name: entry.original }, allowed: (view) => view.seesPrompt(entry) }
   }
-  const parsed = parseExposedUri(ref.uri)
-  const backend = parsed === undefined ? undefined : backendById.get(parsed.backendId)
+  const parsed = routeUri(index, ref.uri)
+  const backend = parsed?.backend
   return parsed === undefined || backend === undefined || isAmbiguousUri(parsed.original)
     ? undefined
     : { backend, ref: { ...ref, uri: parsed.original }, allowed: (view) => view.readsResources(backend) }

@@ -82,11 +82,24 @@ export const BackendsLive = Layer.scoped(
     /** Per backend: calls waiting for its next connection (`nextChannel`), told when one attaches. */
     const channelWaiters = slots.map(() => new Set<() => void>())
     let index = buildIndex([], gatewayTools)
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+    // Each collision is logged when it appears (and again if it reappears after being resolved).
+    let collisionsLogged = new Set<string>()
     const publish = () => {
       index = buildIndex(
         slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })),
         gatewayTools
       )
+      const current = new Set(index.collisions.map((collision) => JSON.stringify(collision)))
+      for (const collision of index.collisions) {
+        if (collisionsLogged.has(JSON.stringify(collision))) continue
+        runSync(
+          Effect.logWarning("catalog name collision").pipe(
+            Effect.annotateLogs({ event: "catalog.name_collision", ...collision })
+          )
+        )
+      }
+      collisionsLogged = current
       for (const listener of listeners) listener()
     }
     yield* Effect.addFinalizer(() =>
@@ -150,7 +163,6 @@ export const BackendsLive = Layer.scoped(
     publish()
 
     // `backend call failed`: the first failure at once, then one line per backend and window with a count.
-    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
     const failureLog = slots.map(() => ({ loggedAt: Number.NEGATIVE_INFINITY, since: 0 }))
     const logFailure = (at: number, slot: BackendSlot, reason: string) => {
       const entry = failureLog[at]!
