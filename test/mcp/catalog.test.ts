@@ -56,6 +56,7 @@ const connect = async (era: "modern" | "legacy", scopes: ReadonlyArray<string> =
 }
 
 const allToolNames = [
+  "alpha__chatty",
   "alpha__echo",
   "alpha__progress",
   "alpha__search",

@@ -100,6 +100,18 @@ export const alphaTools = (server: McpServer, aborted: Array<string>) => {
     }
     return text(`done ${steps}`)
   })
+  // Sends one log message per level it is given, on the call's own stream, then answers (whatever level
+  // the request names: the gateway's filtering is what the tests check).
+  server.server.registerCapabilities({ logging: {} })
+  server.registerTool("chatty", { inputSchema: z.object({ levels: z.array(z.string()) }) }, async ({ levels }, ctx) => {
+    for (const level of levels) {
+      await ctx.mcpReq.notify({
+        method: "notifications/message",
+        params: { level, logger: "chatty", data: `a ${level} message` }
+      } as never)
+    }
+    return text(`logged ${levels.length}`)
+  })
   server.registerTool("write_note", { inputSchema: z.object({ text: z.string() }) }, async ({ text: note }) =>
     text(`saved ${note}`)
   )

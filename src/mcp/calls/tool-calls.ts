@@ -21,6 +21,7 @@ import {
   requestTimeoutCode
 } from "../upstream/forward.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
+import { atLeast, type LoggingLevel } from "./log-levels.js"
 
 /** One `tools/call` of one caller, whichever way it reached the gateway. */
 export interface ToolCallRequest {
@@ -37,6 +38,12 @@ export interface ToolCallRequest {
   readonly deadline: number
   /** Progress the backend reports, when the caller asked for it. */
   readonly onProgress?: (progress: Record<string, unknown>) => void
+  /**
+   * Log messages (`notifications/message` params) the backend sends during the call, at or above
+   * `logLevel` when the caller named one (docs/mcp.md, "Logging"); absent: the caller gets none.
+   */
+  readonly onLog?: (message: Record<string, unknown>) => void
+  readonly logLevel?: LoggingLevel
 }
 
 export type ToolCallOutcome =
@@ -167,7 +174,7 @@ export const ToolCallsLive = Layer.scoped(
         request.arguments === undefined
           ? { name: tool.original }
           : { name: tool.original, arguments: request.arguments }
-      const { onProgress } = request
+      const { onProgress, onLog, logLevel } = request
       const send = (over: BackendChannel) =>
         inFlight.track(
           request.view.caller,
@@ -177,7 +184,9 @@ export const ToolCallsLive = Layer.scoped(
             over.call("tools/call", params, tool.original, {
               signal,
               timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
-              ...(onProgress === undefined ? {} : { onProgress })
+              ...(onProgress === undefined ? {} : { onProgress }),
+              ...(onLog === undefined ? {} : { onLog: atLeast(logLevel, onLog) }),
+              ...(logLevel === undefined ? {} : { logLevel })
             }),
           stillAllowed(tool, request.arguments)
         )

@@ -64,6 +64,13 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
       ? undefined
       : (progress: Record<string, unknown>) =>
           reply.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken } })
+  // 2025-era: every log message of the call (no session, so no level was set); a 2026-07-28 request
+  // asking for logs names its level in a `_meta` key this path does not take: it goes through the SDK.
+  const onLog =
+    call.era === "legacy"
+      ? (message: Record<string, unknown>) =>
+          reply.notify({ jsonrpc: "2.0", method: "notifications/message", params: message })
+      : undefined
   const outcome = await context.toolCalls.call({
     view: context.view,
     name: call.name,
@@ -71,7 +78,8 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
     requestId: call.id,
     signal: context.signal,
     deadline: context.deadline,
-    ...(onProgress === undefined ? {} : { onProgress })
+    ...(onProgress === undefined ? {} : { onProgress }),
+    ...(onLog === undefined ? {} : { onLog })
   })
   if (outcome._tag === "Cancelled") return
   const body = outcome._tag === "Result" ? { result: stamped(outcome.result, call.era) } : { error: outcome.error }

@@ -1,6 +1,7 @@
 import type { CallToolResult, CompleteRequest } from "@modelcontextprotocol/client"
 import {
   type AuthInfo,
+  LOG_LEVEL_META_KEY,
   type McpRequestContext,
   ProtocolError,
   ProtocolErrorCode,
@@ -12,6 +13,7 @@ import type { Context } from "effect"
 import type { View } from "../../policy/view.js"
 import { version } from "../../version.js"
 import { AccessWithdrawn } from "../calls/in-flight.js"
+import { isLoggingLevel, type LoggingLevel } from "../calls/log-levels.js"
 import type { ToolCalls } from "../calls/tool-calls.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import { type CatalogIndex, routeUri } from "../catalog/index.js"
@@ -97,6 +99,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     // List changes reach a `subscriptions/listen` stream only when the caller may subscribe.
     const listChanged = view.subscribes
     const capabilities: ServerCapabilities = {
+      // Log messages a backend sends during a tools/call are relayed on that call's stream (docs/mcp.md).
+      logging: {},
       tools: { listChanged },
       prompts: { listChanged },
       resources: { listChanged },
@@ -117,6 +121,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     // ToolCalls owns tools/call on both paths; this handler only translates its outcome for the SDK.
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const onProgress = progressOf(ctx)
+      // The SDK applies the caller's level (2026-07-28: the request's envelope; 2025: all, no sessions here).
+      const logLevel = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY]
       const outcome = await deps.toolCalls.call({
         view,
         name: request.params.name,
@@ -124,7 +130,13 @@ export const makeServerFactory = (deps: FactoryDeps) => {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         deadline: grant.deadline,
-        ...(onProgress === undefined ? {} : { onProgress })
+        ...(onProgress === undefined ? {} : { onProgress }),
+        onLog: (message) => {
+          ctx.mcpReq
+            .log(message["level"] as LoggingLevel, message["data"], stringOrUndefined(message["logger"]))
+            .catch(() => {})
+        },
+        ...(isLoggingLevel(logLevel) ? { logLevel } : {})
       })
       if (outcome._tag === "Result") return outcome.result as CallToolResult
       if (outcome._tag === "Error")
@@ -241,3 +253,5 @@ const routeCompletion = (
     ? undefined
     : { backend, ref: { ...ref, uri: parsed.original }, allowed: (view) => view.readsResources(backend) }
 }
+
+const stringOrUndefined = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)

@@ -2,6 +2,7 @@ import type { Agent as HttpAgent, IncomingMessage, OutgoingHttpHeaders } from "n
 import { request as httpRequest } from "node:http"
 import type { Agent as HttpsAgent } from "node:https"
 import { request as httpsRequest } from "node:https"
+import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
 import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
@@ -52,6 +53,9 @@ export class ChannelFailure extends Error {
   }
 }
 
+/** The 2026-07-28 request `_meta` key carrying the log level the caller wants (SEP-2577). */
+const logLevelKey = LOG_LEVEL_META_KEY
+
 /** After its answer, an SSE stream still open this long is closed: its connection cannot be reused mid-stream. */
 const streamGraceMs = 1_000
 
@@ -60,6 +64,10 @@ export interface CallOptions {
   readonly timeoutMs: number
   /** Progress the backend reports for this call (`notifications/progress` params, token removed). */
   readonly onProgress?: (progress: Record<string, unknown>) => void
+  /** Log messages the backend sends on this call's stream (`notifications/message` params). */
+  readonly onLog?: (message: Record<string, unknown>) => void
+  /** The caller's log level, sent to a 2026-07-28 backend in the request's envelope. */
+  readonly logLevel?: string
 }
 
 export interface BackendChannel {
@@ -151,7 +159,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       const session = settings.session()
       if (session === undefined) return reject(new ChannelFailure("failed", "not connected"))
       const id = `gw-${++counter}`
-      const meta = { ...envelope(session), ...(options.onProgress === undefined ? {} : { progressToken: id }) }
+      const meta = {
+        ...envelope(session),
+        ...(options.logLevel !== undefined && session.era === "modern" ? { [logLevelKey]: options.logLevel } : {}),
+        ...(options.onProgress === undefined ? {} : { progressToken: id })
+      }
       const body = JSON.stringify({
         jsonrpc: "2.0",
         id,
@@ -196,6 +208,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         if (message["method"] === "notifications/progress" && isRecord(progress) && progress["progressToken"] === id) {
           const { progressToken: _, ...rest } = progress
           options.onProgress?.(rest)
+          return
+        }
+        // On this call's own stream, a log message belongs to this call.
+        if (message["method"] === "notifications/message" && isRecord(progress)) {
+          options.onLog?.(progress)
           return
         }
         // A request from the backend (sampling, elicitation, roots): the gateway offers no client
