@@ -21,14 +21,21 @@ export const metadataUrl = (publicUrl: string): string => `${new URL(publicUrl).
 export interface ProtectedResourceMetadata {
   readonly resource: string
   readonly authorization_servers: ReadonlyArray<string>
-  readonly scopes_supported: ReadonlyArray<string>
+  readonly scopes_supported?: ReadonlyArray<string>
   readonly bearer_methods_supported: ReadonlyArray<"header">
 }
 
-/** Exactly the spec's four fields; `scopes_supported` is the union of the backends' required scopes. */
-export const protectedResourceMetadata = (config: GatewayConfig): ProtectedResourceMetadata => ({
-  resource: config.server.public_url,
-  authorization_servers: [config.auth.issuer],
-  scopes_supported: [...new Set(config.backends.flatMap((backend) => backend.required_scopes))].sort(),
-  bearer_methods_supported: ["header"]
-})
+/**
+ * Four fields (docs/mcp.md, "Tokens"); `scopes_supported` is the union of the backends' required
+ * scopes, omitted when there is none (RFC 9728 makes it optional; an empty list would tell a client
+ * that no scope exists, rather than that none is needed).
+ */
+export const protectedResourceMetadata = (config: GatewayConfig): ProtectedResourceMetadata => {
+  const scopes = [...new Set(config.backends.flatMap((backend) => backend.required_scopes))].sort()
+  return {
+    resource: config.server.public_url,
+    authorization_servers: [config.auth.issuer],
+    ...(scopes.length === 0 ? {} : { scopes_supported: scopes }),
+    bearer_methods_supported: ["header"]
+  }
+}

@@ -98,6 +98,22 @@ describe("protected resource metadata", () => {
       })
     }
   })
+
+  it("omits scopes_supported when no backend requires a scope (rather than an empty list)", async () => {
+    const plain = await startTestGateway({})
+    try {
+      const metadata = (await (
+        await fetch(`${plain.baseUrl}/.well-known/oauth-protected-resource/mcp`)
+      ).json()) as object
+      expect(metadata).toEqual({
+        resource: plain.mcpUrl,
+        authorization_servers: [`${plain.baseUrl}/sso`],
+        bearer_methods_supported: ["header"]
+      })
+    } finally {
+      await plain.close()
+    }
+  })
 })
 
 describe("origins and CORS", () => {

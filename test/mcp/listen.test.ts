@@ -8,6 +8,7 @@ import type { McpServer } from "@modelcontextprotocol/server"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as z from "zod/v4"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
+import { connectClient } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
 
 let backend: TestBackend
@@ -83,6 +84,19 @@ const callCode = async () => {
 }
 
 const changes = (heard: string) => heard.split("notifications/tools/list_changed").length - 1
+
+describe("listChanged is advertised only where it can be delivered", () => {
+  it("a 2026-07-28 caller that may subscribe is told listChanged; a 2025-era caller (no stream for it) is not", async () => {
+    const token = await gateway.token()
+    const modern = await connectClient(gateway.mcpUrl, token, "modern")
+    const legacy = await connectClient(gateway.mcpUrl, token, "legacy")
+    expect(modern.getServerCapabilities()?.tools).toEqual({ listChanged: true })
+    expect(legacy.getServerCapabilities()?.tools).toEqual({ listChanged: false })
+    expect(legacy.getServerCapabilities()?.prompts).toEqual({ listChanged: false })
+    await modern.close()
+    await legacy.close()
+  })
+})
 
 describe("subscriptions/listen through the gateway", () => {
   it("outlives request_timeout and hears the catalog change", async () => {

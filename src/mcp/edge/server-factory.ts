@@ -96,8 +96,9 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       (view.readsResources(backend) ||
         index.prompts.some((entry) => entry.backend === backend && view.seesPrompt(entry)))
     const completions = index.completions.some((_, backend) => seesCompletions(backend))
-    // List changes reach a `subscriptions/listen` stream only when the caller may subscribe.
-    const listChanged = view.subscribes
+    // List changes reach a caller only on a 2026-07-28 `subscriptions/listen` stream, and only when it may
+    // subscribe; a 2025-era caller has no channel for them (GET /mcp is 405: no standalone stream).
+    const listChanged = context.era === "modern" && view.subscribes
     const capabilities: ServerCapabilities = {
       // Log messages a backend sends during a tools/call are relayed on that call's stream (docs/mcp.md).
       logging: {},
