@@ -30,7 +30,7 @@ const originRefused = new HttpError({
 })
 
 /**
- * Browsers may not drive the API from another origin (spec: Management API 1, origin checks): a request
+ * Browsers may not drive the API from another origin (docs/management-api.md, "Authentication"): a request
  * carrying an `Origin` other than the admin listener's own is refused before anything else. Requests
  * without one (curl, the CLI) pass; no CORS headers are ever sent.
  */

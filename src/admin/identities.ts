@@ -30,7 +30,7 @@ const answerRefusal = (refused: PolicyRefused) => apiError(statusOf[refused.code
 
 const DEFAULT_PAGE = 500
 
-/** A group body naming `groups`: groups do not nest (spec: `source_groups` "cannot be combined with `groups`"). */
+/** A group body naming `groups`: groups do not nest; organization groups are mapped with `source_groups` instead. */
 const refuseNestedGroups = (body: Record<string, unknown>) =>
   "groups" in body
     ? apiError(

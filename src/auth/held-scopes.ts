@@ -4,7 +4,7 @@ import type { Grant } from "../policy/grant.js"
 import { OFFLINE_ACCESS } from "./scopes.js"
 
 /**
- * The scopes a user holds now (spec Authorization model 1): users hold no direct scopes; they inherit
+ * The scopes a user holds now (docs/access-policy.md, "Rules"): users hold no direct scopes; they inherit
  * them from their active permission groups — the groups' `scopes` and the administrative scopes of
  * their roles (src/policy/roles.ts). A user who is not active holds nothing.
  */

@@ -4,7 +4,7 @@ import { jwksPath } from "../http/jwks.js"
 import { authSettings } from "./settings.js"
 
 /**
- * RFC 8414 authorization server metadata. Served at both spec paths (`/.well-known/
+ * RFC 8414 authorization server metadata. Served at both well-known paths (`/.well-known/
  * oauth-authorization-server/sso` and `/.well-known/openid-configuration/sso`) with the same content:
  * the OpenID path exists for clients that only look there; no ID tokens are issued (no `openid` scope).
  */

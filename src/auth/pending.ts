@@ -84,7 +84,7 @@ const trim = <V>(map: Map<string, V>, drop: (value: V) => boolean) => {
 }
 
 /**
- * Pending authorization transactions and codes, in memory only (spec MCP entry 6: lost on restart).
+ * Pending authorization transactions and codes, in memory only: lost on restart.
  * Process-wide, so a reload (SIGHUP) keeps them: the auth configuration cannot change on reload.
  * All expiry runs on the Effect `Clock`. Codes are kept by their SHA-256, so memory holds no usable code.
  */

@@ -1,9 +1,10 @@
 import { isLoopbackHost } from "../config/address.js"
 
 /**
- * Spec: Enterprise login 4. A loopback redirect registered without a port accepts any port (RFC 8252
- * §7.3: native apps listen on an ephemeral port); a registered port must match exactly; everything
- * else matches exactly, character for character. No wildcards, fragments or dynamic registration.
+ * Redirect URI matching (docs/authorization-server.md, "Authorization endpoint"). A loopback redirect
+ * registered without a port accepts any port (RFC 8252 §7.3: native apps listen on an ephemeral port); a
+ * registered port must match exactly; everything else matches exactly, character for character. No
+ * wildcards, fragments or dynamic registration.
  */
 
 /** Why a registered redirect URI is unusable; undefined when it is fine. Used by the configuration rules. */

@@ -1,7 +1,7 @@
 import type { GatewayConfig } from "../config/schema.js"
 import { roleScopeNames, roleScopesOf } from "../policy/roles.js"
 
-/** Enables refresh tokens (spec MCP entry 5). */
+/** Enables refresh tokens (docs/authorization-server.md, "Scopes"). */
 export const OFFLINE_ACCESS = "offline_access"
 
 /** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */

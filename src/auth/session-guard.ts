@@ -5,10 +5,10 @@ import { SessionRepo } from "../store/sessions.js"
 import { UserRepo } from "../store/users.js"
 
 /**
- * The per-request check behind every /mcp call in builtin mode (spec MCP entry 4): the token's stored
- * session exists, belongs to the token's subject and client, is not revoked and within its 8 hours,
- * and its user is enabled now. Reads go through `SessionCache`, which every revoking or disabling
- * write invalidates, so the common case is two map lookups.
+ * The per-request check behind every /mcp call in builtin mode (docs/authorization-server.md, "Access
+ * token"): the token's stored session exists, belongs to the token's subject and client, is not revoked and
+ * within its 8 hours, and its user is enabled now. Reads go through `SessionCache`, which every revoking or
+ * disabling write invalidates, so the common case is two map lookups.
  */
 export const makeSessionGuard = Effect.gen(function* () {
   const cache = yield* SessionCache

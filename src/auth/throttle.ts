@@ -15,7 +15,7 @@ import { addressBucket } from "./client-address.js"
  * An attempt is counted BEFORE the password or code is checked, in the same synchronous step as the
  * limit check, and taken back when it succeeds: parallel requests therefore cannot start more checks
  * than the limit allows. Wrong passwords and wrong TOTP codes count alike; a complete sign-in also
- * clears its account-and-address window. In memory: a single instance (spec), and a restart is not
+ * clears its account-and-address window. In memory: a single instance (docs/storage.md), and a restart is not
  * something an attacker can trigger.
  */
 export const WINDOW_MS = 15 * 60 * 1000

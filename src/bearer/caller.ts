@@ -24,7 +24,7 @@ export class SessionRejected extends Data.TaggedError("SessionRejected")<{ reado
 
 /**
  * The per-request check that the token's stored session is live and its user currently enabled
- * (spec: Authentication → MCP entry 4). Provided by the authorization server; called after the JWT
+ * (docs/authorization-server.md, "Access token"). Provided by the authorization server; called after the JWT
  * itself verified, on every /mcp request, so revocation takes effect without waiting for expiry.
  */
 export class SessionGuard extends Context.Tag("gateway/SessionGuard")<

@@ -1,7 +1,7 @@
 import { HttpError } from "../http/error-body.js"
 
 /**
- * The RFC 6750 challenges of /mcp (spec: Authentication → MCP entry 2-3, Errors). Every challenge
+ * The RFC 6750 challenges of /mcp (docs/mcp.md, "Tokens"; docs/errors.md). Every challenge
  * names the path-aware metadata document, so a client can find the authorization server from any of them.
  */
 

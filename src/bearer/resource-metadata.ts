@@ -1,7 +1,7 @@
 import type { GatewayConfig } from "../config/schema.js"
 
 /**
- * RFC 9728 protected resource metadata for `server.public_url` (spec: Protected resource metadata).
+ * RFC 9728 protected resource metadata for `server.public_url` (docs/mcp.md, "Tokens").
  * The path-aware address inserts the resource's path after the well-known prefix; the root alias
  * serves the same document for clients that only know the origin.
  */

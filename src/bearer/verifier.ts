@@ -11,7 +11,7 @@ import { callerFromClaims } from "./token-claims.js"
 import { VerifiedTokens } from "./verified-tokens.js"
 
 /**
- * Verifies the bearer token of an /mcp request (spec: Authentication → MCP entry). Issuer, audience
+ * Verifies the bearer token of an /mcp request (docs/mcp.md, "Tokens"). Issuer, audience
  * (= `server.public_url`), expiry and the algorithm allow-list are always checked. In `builtin` mode the
  * token must also belong to a live stored session (SessionGuard); without a SessionGuard in the context
  * every builtin token is refused, so a build without the session store denies instead of trusting JWTs alone.
@@ -95,7 +95,7 @@ export const BearerVerifierLive = Layer.scoped(
         requiredClaims: ["exp", "sub"],
         clockTolerance: Duration.toSeconds(externalClockTolerance)
       }
-      // No SessionGuard: an external issuer's tokens have no stored session here (spec MCP entry 7).
+      // No SessionGuard: an external issuer's tokens have no stored session here.
       const verifyExternal = (token: string) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.tryPromise({

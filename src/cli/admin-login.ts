@@ -7,9 +7,8 @@ import { DEFAULT_CONFIG_PATH } from "./validate.js"
 
 /**
  * `gateway admin-login` (docs/management-api.md, "Authentication"): signs an administrator in through
- * the browser with a registered loopback client (spec Enterprise login 9: CLI admin login needs a
- * separate loopback client with the admin resource) and prints a Management API access token on
- * standard output, so `TOKEN=$(gateway admin-login)` works. The address to open goes to standard error.
+ * the browser with a registered loopback client of its own, whose resource is the admin listener, and
+ * prints a Management API access token on standard output, so `TOKEN=$(gateway admin-login)` works. The address to open goes to standard error.
  */
 export const adminLoginCommand = Command.make(
   "admin-login",

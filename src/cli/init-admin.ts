@@ -63,7 +63,7 @@ const options = {
 }
 
 /**
- * `gateway init-admin` (spec: Command line): creates the built-in local administrator, or recovers it
+ * `gateway init-admin` (docs/authorization-server.md): creates the built-in local administrator, or recovers it
  * with `--reset` / `--reset-mfa`, using the same configuration key and database as `serve`. A generated
  * password is printed once; only its scrypt hash is stored.
  */

@@ -4,8 +4,8 @@ import { Console, Effect } from "effect"
 import { loadConfig } from "../config/load.js"
 
 /**
- * `gateway validate [--config <path>]` (spec: Command line): load, expand and check the file, build
- * nothing. Valid: prints `<file>: OK`. Invalid: the ConfigInvalid message is one
+ * `gateway validate [--config <path>]` (docs/configuration.md, "Validating a file"): load, expand and check
+ * the file, build nothing. Valid: prints `<file>: OK`. Invalid: the ConfigInvalid message is one
  * `<file>:<line>: <path>: <message>` line per problem.
  */
 
@@ -17,6 +17,6 @@ const config = Options.file("config").pipe(
 )
 
 export const validateCommand = Command.make("validate", { config }, ({ config }) =>
-  // The process edge: the only place the environment is read (design, house style 5).
+  // The process edge: the only place the environment is read.
   loadConfig(config, process.env).pipe(Effect.zipRight(Console.log(`${config}: OK`)))
 ).pipe(Command.withDescription("Validate the configuration file (exit 0 valid, 2 invalid)"))

@@ -3,7 +3,7 @@ import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUn
 import { problem } from "./problem.js"
 import { type Rule, rule, when } from "./rule.js"
 
-/** Spec: "Local mode binds loopback only" — the local console has no login of its own to protect it. */
+/** Local mode binds loopback only: the Management API is for operators on the gateway's own host. */
 export const adminListenAddress = rule("adminListenAddress", ["admin"], ({ admin }) => {
   const address = parseListen(admin.listen)
   if (address === undefined) {

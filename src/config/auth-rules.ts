@@ -5,7 +5,7 @@ import { problem } from "./problem.js"
 import { type Rule, rule, when } from "./rule.js"
 import type { ConfigProblem } from "./service.js"
 
-/** Spec: Static configuration — `auth.issuer` "must equal the MCP origin plus `/sso`". */
+/** Builtin mode: `auth.issuer` must equal the MCP origin plus `/sso` (docs/configuration.md, `auth`). */
 export const issuerMatchesPublicUrl = rule("issuerMatchesPublicUrl", ["auth", "server"], ({ auth, server }) => {
   const origin = URL.parse(server.public_url)?.origin
   if (auth.mode !== "builtin" || origin === undefined) return []
@@ -27,7 +27,7 @@ const paired = (base: string, [a, b]: readonly [string, string], values: readonl
     ? []
     : [problem(`${base}.${values[0] === undefined ? a : b}`, `${a} and ${b} must be set together`)]
 
-/** Spec: tenant_claim / tenant_value "both required together"; the success pair works the same way. */
+/** tenant_claim / tenant_value are required together; the success pair works the same way. */
 export const upstreamClaimsPaired = rule("upstreamClaimsPaired", ["auth"], ({ auth }) => {
   const upstream = auth.sso.upstream
   if (upstream === undefined) return []
@@ -39,7 +39,7 @@ export const upstreamClaimsPaired = rule("upstreamClaimsPaired", ["auth"], ({ au
 
 const endpoints = ["authorization_url", "token_url", "userinfo_url"] as const
 
-/** Spec: OAuth2 UserInfo has no discovery, so its endpoints and the subject path must be written down. */
+/** OAuth2 UserInfo has no discovery, so its endpoints and the subject path must be written down. */
 export const oauth2UpstreamComplete = rule("oauth2UpstreamComplete", ["auth"], ({ auth }) => {
   const upstream = auth.sso.upstream
   if (upstream?.protocol !== "oauth2") return []
@@ -69,7 +69,10 @@ export const ssoClientIdsUnique = rule("ssoClientIdsUnique", ["auth"], ({ auth }
   })
 })
 
-/** Spec: Enterprise login 4 — no wildcards or fragments; plain http only on loopback (RFC 8252). */
+/**
+ * Client redirect URIs: no wildcards or fragments; plain http only on loopback (RFC 8252;
+ * docs/authorization-server.md).
+ */
 export const ssoRedirectUrisValid = rule("ssoRedirectUrisValid", ["auth"], ({ auth }) =>
   auth.sso.clients.flatMap((client, index) =>
     client.redirect_uris.flatMap((uri, position) =>

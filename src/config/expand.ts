@@ -3,8 +3,8 @@ import { problem } from "./problem.js"
 import type { ConfigProblem } from "./service.js"
 
 /**
- * `${NAME}` expansion of string values (spec: Static configuration — "Other YAML fields expand
- * environment variables"; everything under `auth.sso` is literal).
+ * `${NAME}` expansion of string values (docs/configuration.md, "Environment variables": other YAML
+ * fields expand environment variables; everything under `auth.sso` is literal).
  *
  * - Only the braced form expands; a lone `$` is literal, and `$${` writes a literal `${`.
  * - A `${` without `}` or with a name outside `[A-Za-z_][A-Za-z0-9_]*` is a problem (no `${X:-default}`).

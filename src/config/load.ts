@@ -10,8 +10,8 @@ import { ConfigInvalid, type ConfigProblem, type LoadedConfig } from "./service.
 import { parseYaml } from "./yaml-source.js"
 
 /**
- * File → YAML → `${VAR}` expansion → schema → cross-field rules (spec Versioning 7: "the file is fully
- * loaded, expanded and validated" before anything is built). Every stage reports all it finds; the
+ * File → YAML → `${VAR}` expansion → schema → cross-field rules: the file is fully loaded, expanded
+ * and validated before anything is built (docs/configuration.md). Every stage reports all it finds; the
  * only early exits are the ones that leave nothing to check (unreadable file, broken YAML).
  */
 

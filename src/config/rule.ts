@@ -2,7 +2,7 @@ import type { GatewayConfig } from "./schema.js"
 import type { ConfigProblem, ResolvedSecrets } from "./service.js"
 
 /**
- * A cross-field rule: one small named check per concern (design, house style 6). Each rule names the
+ * A cross-field rule: one small named check per concern. Each rule names the
  * top-level sections it reads, so when one section fails to decode the rules over the others still
  * run and every problem is reported in one pass.
  */

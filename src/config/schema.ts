@@ -2,7 +2,7 @@ import { Duration, Schema } from "effect"
 import { DurationFromString } from "./duration.js"
 
 /**
- * The YAML configuration as an `effect/Schema` model (spec: Resources → Static configuration).
+ * The YAML configuration as an `effect/Schema` model (docs/configuration.md).
  * Field names are the YAML keys. Cross-field rules live in `rules.ts`; this file is shapes only.
  */
 

@@ -5,7 +5,7 @@ import type { ConfigProblem, ResolvedSecrets } from "./service.js"
 
 /**
  * `auth.sso.upstream.client_secret_env` and `auth.sso.directory_token_env` hold variable NAMES
- * (spec: Static configuration), so the secrets themselves never sit in the YAML. Resolved from the
+ * (docs/configuration.md), so the secrets themselves never sit in the YAML. Resolved from the
  * raw document so a missing variable is reported even when other parts of the file are invalid.
  */
 

@@ -3,19 +3,20 @@ import { isRecord } from "../json.js"
 import type { GatewayConfig } from "./schema.js"
 
 /**
- * Spec Versioning 7 as data: the YAML paths a reload (SIGHUP) may not change. A candidate whose
- * static paths differ is rejected before anything is built; the running generation keeps serving.
+ * docs/configuration.md, "Static or reloadable", as data: the YAML paths a reload (SIGHUP) may not change.
+ * A candidate whose static paths differ is rejected before anything is built; the running generation keeps
+ * serving.
  *
  * - `server.listen`, `server.public_url`, all of `auth` (including `auth.sso`), `client_authorization`
- *   and `admin`: listed by the spec.
- * - `storage`: chosen at deployment creation (spec: Static configuration); a reload must not point a
+ *   and `admin`: the listeners, the token contract and the administration they set up live for the process.
+ * - `storage`: chosen at deployment creation (docs/storage.md); a reload must not point a
  *   running gateway at another database.
  * - `log_level`: the logger is installed once per process (src/cli/serve.ts), so a reload could only
  *   ignore a change silently; rejecting it says "restart" instead.
  * - Reloadable: `allowed_origins`, `request_timeout`, `drain_timeout` and `backends` — everything not
  *   listed here.
  *
- * The spec's `vault` fields have no key in this schema; add them here when they do.
+ * `vault` fields (restart-only by the original contract) have no key in this schema; add them here when they do.
  */
 export const staticFields = [
   "server.listen",

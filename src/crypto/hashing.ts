@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 
-/** Lowercase hex SHA-256, e.g. how refresh credentials are stored (spec: stored only as hashes). */
+/** Lowercase hex SHA-256, e.g. how refresh credentials are stored (docs/secrets.md: only as hashes). */
 export const sha256Hex = (value: string | Uint8Array): string => createHash("sha256").update(value).digest("hex")
 
 /**

@@ -41,7 +41,7 @@ const toTokenInvalid = (error: unknown): TokenInvalid =>
     : new TokenInvalid({ code: "ERR_UNKNOWN", message: "token could not be verified" })
 
 /**
- * The gateway's JWT signer and verifier (spec: Authentication → MCP entry 4, 6). The active Ed25519 key is
+ * The gateway's JWT signer and verifier (docs/signing-keys.md). The active Ed25519 key is
  * loaded from `signing_keys` (private half sealed with the configuration key) or created on first start.
  */
 export class Signer extends Effect.Service<Signer>()("gateway/Signer", {

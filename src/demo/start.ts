@@ -1,15 +1,47 @@
 /**
- * `npm start`: the demo notes backend on 127.0.0.1:8090, then `gateway serve --config
- * config/gateway.yaml --dev` in the same process. The demo backend is optional in that configuration,
- * so a taken port only costs the demo tools (logged), never the gateway.
+ * `npm start`: ONE Node process serving the demo notes backend and `gateway serve --dev` (package.json
+ * runs it as `exec node --import tsx …`, so no shell or tsx process stands between npm and it). npm
+ * forwards SIGINT and SIGTERM here, where the gateway drains and exits; SIGHUP sent to this process
+ * reloads the configuration. The process exits with the gateway's exit code, and the demo backend,
+ * being part of it, goes with it. The demo backend is optional in the default configuration, so a
+ * taken port only costs the demo tools (logged), never the gateway.
+ *
+ *   npm start [-- --config <file>] [--demo-port <port>]
+ *
+ * `--config` defaults to config/gateway.yaml; `--demo-port` (default 8090) must be where that file's
+ * `demo` backend points.
  */
+import { parseArgs } from "node:util"
 import { runCli } from "../cli/run.js"
+import { stopWithParent } from "./parent.js"
 import { demoPort, startDemoBackend } from "./serve.js"
 
+const usage = "usage: npm start [-- --config <file>] [--demo-port <port>]"
+
+const options = (() => {
+  try {
+    const { values } = parseArgs({
+      options: { config: { type: "string" }, "demo-port": { type: "string" } },
+      strict: true,
+      allowPositionals: false
+    })
+    const port = values["demo-port"] === undefined ? demoPort : Number(values["demo-port"])
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error("--demo-port: expected 1-65535")
+    return { config: values.config ?? "config/gateway.yaml", port }
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n${usage}\n`)
+    process.exit(2)
+  }
+})()
+
 try {
-  await startDemoBackend()
-  process.stderr.write(`demo notes backend listening on http://127.0.0.1:${demoPort}/mcp\n`)
+  await startDemoBackend(options.port)
+  process.stderr.write(`demo notes backend listening on http://127.0.0.1:${options.port}/mcp\n`)
 } catch (error) {
   process.stderr.write(`demo notes backend not started: ${error instanceof Error ? error.message : String(error)}\n`)
 }
-runCli(undefined, [process.argv[0] ?? "node", "gateway", "serve", "--config", "config/gateway.yaml", "--dev"])
+process.stderr.write(
+  `gateway process ${process.pid}: Ctrl-C stops it, kill -HUP ${process.pid} reloads its configuration\n`
+)
+stopWithParent()
+runCli(undefined, [process.argv[0] ?? "node", "gateway", "serve", "--config", options.config, "--dev"])

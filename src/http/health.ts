@@ -4,7 +4,7 @@ import { isReady, Readiness } from "../runtime/readiness.js"
 
 const noStore = { "cache-control": "no-store" }
 
-/** `GET /healthz`: 200 `{"status":"ok"}` while a runtime exists (spec: Endpoints → public). */
+/** `GET /healthz`: 200 `{"status":"ok"}` while a runtime exists (docs/operations.md, "Probes"). */
 export const healthz = HttpRouter.get(
   "/healthz",
   Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }, { headers: noStore }))

@@ -4,7 +4,7 @@ import { healthz, readyz } from "./health.js"
 import { jwks, jwksPath } from "./jwks.js"
 import { otherMethods } from "./methods.js"
 
-/** The public listener's routes for one generation; anything else is 404 (spec: Errors). */
+/** The public listener's routes for one generation; anything else is 404 (docs/errors.md). */
 export const routes = HttpRouter.empty.pipe(
   healthz,
   readyz,

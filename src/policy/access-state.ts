@@ -109,8 +109,8 @@ export const AccessStateLive = Layer.scoped(
 
     /**
      * External mode: the issuer's subject is looked up in its namespace; a subject seen for the first
-     * time becomes a pending enterprise identity an administrator can enable (spec States: Enterprise
-     * user). A subject listed in `auth.sso.bootstrap_subjects` is created enabled, in the Administrators
+     * time becomes a pending enterprise identity an administrator can enable (docs/access-policy.md,
+     * "External mode"). A subject listed in `auth.sso.bootstrap_subjects` is created enabled, in the Administrators
      * group instead (which grants no business tools). Two first requests at once create one identity.
      */
     const externalUserId = (namespace: string, subject: string) =>

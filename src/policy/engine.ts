@@ -51,7 +51,7 @@ export const PolicyEngineLive = Layer.effect(
         if (grant !== undefined && !grant.active) return Effect.fail(inactive)
         if (grant?.staleAt !== undefined && now >= grant.staleAt) return Effect.fail(stale)
         const scopes = effectiveScopes(caller, grant)
-        // A token that opens no backend while scopes would open some is refused up front (MCP entry 3).
+        // A token that opens no backend while scopes would open some is refused up front (docs/access-policy.md).
         if (backends.length > 0 && !backends.some((backend) => isOpen(backend, scopes))) return Effect.fail(lacksScopes)
         const view = new View(
           caller,

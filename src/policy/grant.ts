@@ -7,7 +7,7 @@ import type { AccessEntry, Role } from "./permissions.js"
 import { type RoleScopes, roleScopeNames } from "./roles.js"
 
 /**
- * A user's effective access (spec: Authorization model 1-2, 6): the union over their active direct
+ * A user's effective access (docs/access-policy.md, "Rules"): the union over their active direct
  * permission groups and the permission groups their organization groups are mapped to. Built from the
  * stored rows once per change of the user or of any group, never per request.
  */
@@ -74,7 +74,7 @@ class EntriesAccess implements EndpointAccess {
 
 export interface Grant {
   readonly user: UserRow
-  /** Enabled locally and active in the directory (spec: Authorization model 2). */
+  /** Enabled locally and active in the directory. */
   readonly active: boolean
   /** Enterprise users: when their upstream memberships stop counting (ms since epoch); else undefined. */
   readonly staleAt: number | undefined

@@ -7,8 +7,8 @@ export const APPROVER_SCOPE = "gateway:approve"
 export const SECURITY_SCOPE = "gateway:security"
 
 /**
- * The administrative scopes each role holds (spec: Permission object, roles "map to administrative
- * scopes"). Built once from the static `admin` settings:
+ * The administrative scopes each role holds (docs/access-policy.md, "Roles": roles map to
+ * administrative scopes). Built once from the static `admin` settings:
  *
  * - `admin` → `admin.required_scopes` (default `gateway:admin`): the Management API and console;
  * - `approver` → `gateway:approve`: reviewing write approvals (no-self-approval still applies);

@@ -39,7 +39,7 @@ export interface GroupUpdate {
   readonly sourceGroups?: ReadonlyArray<string>
 }
 
-/** Memberships per user (spec Limits). */
+/** Memberships per user (docs/management-api.md, "Endpoints"). */
 export const MAX_MEMBERSHIPS = 256
 
 const requestIdOf = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) =>
@@ -123,7 +123,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
         }
       })
 
-    /** Organization groups that may be mapped: existing, not locally managed (spec: source_groups). */
+    /** Organization groups that may be mapped: existing, not locally managed (`source_groups`). */
     const checkSources = (actor: Actor, sources: ReadonlyArray<string>, before: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         if (same(sources, before)) return

@@ -25,8 +25,9 @@ import { type Readiness, ReadinessLive } from "./readiness.js"
 import type { GenerationRequests } from "./requests-in-flight.js"
 
 /**
- * Services that live for the whole process. Their configuration is static (spec Versioning 7:
- * `storage`, `auth`), so every generation shares them instead of reopening the database.
+ * Services that live for the whole process. Their configuration is static (`storage`, `auth`:
+ * docs/configuration.md, "Static or reloadable"), so every generation shares them instead of reopening the
+ * database.
  */
 export type BaseServices =
   | Store
@@ -67,7 +68,7 @@ export interface GenerationOverrides {
 
 /**
  * The reloadable part: rebuilt from each validated configuration. `previous` is the catalogs of the
- * generation being replaced, which an optional backend that is down may inherit (spec Versioning 8);
+ * generation being replaced, which an optional backend that is down may inherit (docs/mcp.md, "Backends");
  * a required backend that cannot connect fails the build, so the old generation keeps serving.
  */
 export const generationLayer = (

@@ -22,8 +22,9 @@ import { GenerationRequests, RequestsInFlight } from "./requests-in-flight.js"
 export type ExtraRoutes = HttpRouter.HttpRouter<never, GenerationServices>
 
 /**
- * A generation: everything built from one validated configuration, held by one Scope.
- * Closing the scope interrupts its request fibers and releases its resources (design.md, "The shape").
+ * A generation: everything built from one validated configuration, held by one Scope. Closing the
+ * scope interrupts its request fibers and releases its resources (docs/operations.md, "Generations and
+ * reload").
  */
 export interface Generation {
   readonly id: number
@@ -33,7 +34,7 @@ export interface Generation {
   readonly handleAdmin: (request: IncomingMessage, response: ServerResponse) => void
   /** The requests it is serving: the drain waits for them, closing cancels them. */
   readonly requests: RequestsInFlight
-  /** Backend catalogs the next generation may inherit (spec Versioning 8), by catalog-source identity. */
+  /** Backend catalogs the next generation may inherit (docs/mcp.md, "Backends"), by catalog-source identity. */
   readonly catalogs: () => ReadonlyMap<string, BackendCatalog>
   readonly close: Effect.Effect<void>
 }

@@ -5,10 +5,11 @@ import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, wa
 import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
 
 /**
- * The generations of one process (design: "a generation is the scoped set of runtime resources built
- * from one validated config"): the first one, the reloads that replace it and the drain of those they
- * replace, and shutdown. The supervisor and the tests' in-process gateways use this one service, so the
- * reload and drain rules are written once (spec Versioning 7-9):
+ * The generations of one process (a generation is the scoped set of runtime resources built from one
+ * validated configuration: docs/operations.md, "Generations and reload"): the first one, the reloads that
+ * replace it and the drain of those they replace, and shutdown. The supervisor and the tests' in-process
+ * gateways use this one service, so the reload and drain rules are written once (docs/operations.md, reload
+ * and shutdown):
  *
  * - `reload` builds a candidate beside the current one; if the build fails the current one keeps
  *   serving; if it succeeds, new requests go to it (`activate`) and the old one drains for its own

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { BearerVerifier } from "../bearer/verifier.js"
 import { Backends } from "../mcp/upstream/backends.js"
 
-/** The readiness fields of the spec (Resources → Notification and archive shapes, "Readiness body"). */
+/** The fields of the readiness document `/readyz` answers (docs/operations.md, "Probes"). */
 export interface ReadinessReport {
   readonly backends_ready: number
   readonly backends_total: number
@@ -21,8 +21,8 @@ export class Readiness extends Context.Tag("gateway/Readiness")<
 >() {}
 
 /**
- * Readiness of a generation: its backends (a backend serving an inherited catalog is not ready, spec
- * Versioning 8) and its token verifier (external JWKS loaded, or the Signer's key present).
+ * Readiness of a generation: its backends (a backend serving an inherited catalog is not ready:
+ * docs/mcp.md, "Backends") and its token verifier (external JWKS loaded, or the Signer's key present).
  */
 export const ReadinessLive = Layer.effect(
   Readiness,

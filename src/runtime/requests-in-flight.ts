@@ -8,8 +8,8 @@ interface Entry {
 
 /**
  * The requests one generation is serving, counted from arrival to the end of the last byte: the one
- * place that knows what a generation still has to finish (design: "cancellation and drain are scope
- * closure"). Whoever serves a request registers how to cancel it — the Effect pipeline interrupts its
+ * place that knows what a generation still has to finish (cancellation and drain are the closing of
+ * the generation's scope). Whoever serves a request registers how to cancel it — the Effect pipeline interrupts its
  * fiber, `POST /mcp` aborts its controller — and draining waits for the count to reach zero, told when
  * it does rather than polling.
  */

@@ -23,7 +23,7 @@ export interface SuperviseOptions {
 
 /**
  * Runs the gateway until SIGINT/SIGTERM: builds the process-wide services, the first generation and
- * the listeners, reloads on SIGHUP (spec Versioning 7) and drains on shutdown (Versioning 9). The
+ * the listeners, reloads on SIGHUP and drains on shutdown (docs/operations.md). The
  * generations themselves — reload, drain, close — are the Generations service (src/runtime/generations.ts).
  */
 export const supervise = (options: SuperviseOptions) =>
@@ -91,7 +91,7 @@ export const supervise = (options: SuperviseOptions) =>
         signal = yield* Queue.take(signals)
       }
 
-      // Spec Versioning 9: stop accepting, drain for drain_timeout, then cancel and force-close.
+      // docs/operations.md, "Shutdown": stop accepting, drain for drain_timeout, then cancel and force-close.
       const drain = generations.current().loaded.config.drain_timeout
       yield* Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal, in_flight: generations.inFlight() }))
       // A candidate still being built is cancelled; closing its scope releases what it opened.

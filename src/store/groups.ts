@@ -6,7 +6,7 @@ import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 import type { ConditionalWrite } from "./users.js"
 
-/** The provider value of independent permission groups (spec: Group fields). */
+/** The provider value of independent permission groups (docs/access-policy.md, "The model"). */
 export const PERMISSIONS_PROVIDER = "gateway:permissions"
 /** The id of the built-in Administrators group (created with the schema, migration 0009). */
 export const ADMINISTRATORS_GROUP_ID = "administrators"

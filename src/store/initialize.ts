@@ -43,7 +43,7 @@ const verifyMeta = (where: string, kind: StoreKind) =>
     if (version !== String(SCHEMA_VERSION)) {
       return yield* refuse(
         `has schema version ${version}; this release (${PRODUCT_VERSION}) uses schema version ` +
-          `${SCHEMA_VERSION} and has no migration path (spec Versioning 1, 3)`
+          `${SCHEMA_VERSION} and has no migration path`
       )
     }
     const recordedKind = meta.get("store_kind")

@@ -5,7 +5,7 @@ import type { Sealer } from "../crypto/sealer.js"
 import type { Store, StoreError } from "./store.js"
 
 /**
- * The store chosen at deployment creation (spec: Storage). Needs the `Sealer` to check the config key.
+ * The store chosen at deployment creation (docs/storage.md). Needs the `Sealer` to check the config key.
  * Each driver is imported only when chosen: a SQLite deployment never loads the PostgreSQL client and
  * the reverse, which keeps start-up and idle memory down.
  */

@@ -32,7 +32,7 @@ const describeUrl = (url: Redacted.Redacted<string>): PgTarget => {
   }
 }
 
-/** The PostgreSQL store (single instance; spec: multi-instance consistency is out of scope). */
+/** The PostgreSQL store (single instance: several gateways on one database are out of scope). */
 export const StorePg = (url: Redacted.Redacted<string>): Layer.Layer<Store | SqlClient.SqlClient, StoreError, Sealer> =>
   Layer.scopedContext(
     Effect.gen(function* () {

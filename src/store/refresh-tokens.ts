@@ -12,8 +12,8 @@ export type Rotation =
   | { readonly _tag: "Unknown" }
 
 /**
- * Persistence of `refresh_tokens`. Only SHA-256 hashes are stored (spec: refresh credentials only as
- * hashes); the caller hashes. Rotation is decided by one conditional UPDATE, which both SQLite and
+ * Persistence of `refresh_tokens`. Only SHA-256 hashes are stored (docs/secrets.md); the
+ * caller hashes. Rotation is decided by one conditional UPDATE, which both SQLite and
  * PostgreSQL apply atomically, so two concurrent uses of one token never both succeed.
  */
 export class RefreshTokenRepo extends Effect.Service<RefreshTokenRepo>()("gateway/RefreshTokenRepo", {

@@ -18,7 +18,7 @@ interface Entry<A> {
  * write in this process that revokes a session or changes a user's status invalidates the entry it
  * touches, so revocation and disabling deny the very next request. Entries also expire after
  * `TTL_MS`, which bounds how long a write by another process (`gateway init-admin --reset`) takes to
- * reach a running gateway. Single instance only (spec: multi-instance consistency is out of scope).
+ * reach a running gateway. Single instance only (docs/storage.md).
  */
 export const SESSION_CACHE_TTL_MS = 5_000
 const MAX_ENTRIES = 50_000

@@ -1,7 +1,7 @@
 import { Context, Data } from "effect"
 import { version } from "../version.js"
 
-/** Spec Versioning 1 and 3: a fresh 2.4.0 deployment uses schema version 10, with no migration path. */
+/** A fresh 2.4.0 deployment uses schema version 10, with no migration path (docs/storage.md). */
 export const SCHEMA_VERSION = 10
 export const PRODUCT_VERSION = version
 

@@ -118,7 +118,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       return id
     })
 
-    /** A new enterprise identity, pending until an administrator enables it (spec States: Enterprise user). */
+    /** A new enterprise identity, pending until an administrator enables it. */
     const insertEnterprise = Effect.fn("UserRepo.insertEnterprise")(function* (user: NewEnterpriseUser) {
       const id = newUserId()
       const at = toStoredTimestamp(user.at)

@@ -1,6 +1,6 @@
 /**
- * Spec: Enterprise login 9 ("CLI admin login needs a separate loopback client with the admin
- * resource"); Management API and console 1. `gateway admin-login` against a spawned `gateway serve`:
+ * docs/management-api.md, "Getting a token": a loopback client of its own whose resource is the admin
+ * listener. `gateway admin-login` against a spawned `gateway serve`:
  * it prints the address to open, the administrator signs in through the gateway's pages, and the token
  * it prints opens the Management API on the admin listener. The real executable, real signals.
  */

@@ -1,7 +1,7 @@
 /**
- * Explainable access (docs/access-policy.md, "Effective access"); spec: Users and groups (groups
- * provenance, verified_at, membership_stale), Authorization model 1, 5-6, Management API and console 2
- * (only the built-in administrator maps organization groups). Organization groups arrive as upstream
+ * Explainable access (docs/access-policy.md, "Effective access" and "Rules": groups and their
+ * provenance, verified_at, membership_stale; only the built-in administrator maps organization
+ * groups). Organization groups arrive as upstream
  * memberships (what sign-in and directory snapshots write); an administrator maps them.
  */
 import { describe, expect, it } from "@effect/vitest"

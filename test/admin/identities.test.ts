@@ -1,6 +1,6 @@
 /**
- * Spec: Endpoints → Management API `identities*`; Users and groups; Permission object; Management API
- * and console 1-2; Errors (`group_permissions_required`); Versioning 5 (`If-Match`). The admin listener
+ * The Management API's `identities*` endpoints (docs/management-api.md: users and groups, the
+ * permission object, errors such as `group_permissions_required`, revisions and `If-Match`). The admin listener
  * answers with a token obtained through /sso by the administrator, on SQLite and on PostgreSQL.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -59,7 +59,7 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
       const refused = yield* managementApi(gateway, String(first["access_token"])).get("/api/v1/identities")
       expect(refused).toMatchObject({ status: 403, body: { error: "insufficient_scope" } })
       // Made an administrator (admin role of a permission group), she needs a new token: added scopes
-      // are not in tokens issued before (spec: Authorization model 4).
+      // are not in tokens issued before (docs/access-policy.md, "Rules").
       yield* inGateway(gateway)(grantAccessTo(alice, [], { roles: ["admin"] }))
       expect((yield* managementApi(gateway, String(first["access_token"])).get("/api/v1/identities")).status).toBe(403)
       yield* TestClock.adjust("31 seconds")

@@ -1,8 +1,8 @@
 /**
- * Spec: Errors, 409 `last_administrator` (disabling or demoting the last effective administrator,
- * including membership removal and disabling effective groups, checked in the update transaction);
- * Management API and console 2 (a local administrator is always retained; only the built-in
- * administrator maps organization groups). Concurrent writes: one `If-Match` revision wins once, and two
+ * 409 `last_administrator` (docs/management-api.md, "The last local administrator": disabling or
+ * demoting the last effective administrator, including membership removal and disabling effective
+ * groups, checked in the update transaction; a local administrator is always retained; only the
+ * built-in administrator maps organization groups). Concurrent writes: one `If-Match` revision wins once, and two
  * demotions that are each fine alone cannot both pass — on SQLite and on PostgreSQL.
  */
 import { describe, expect, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * Spec: Endpoints (login endpoints), Enterprise login 3-4, Limits (login transaction 5 minutes): the
+ * docs/authorization-server.md, "Authorization endpoint" (login transaction 5 minutes): the
  * authorization endpoint over real HTTP, bad input of every kind, open-redirect attempts.
  */
 import { describe, expect, it } from "@effect/vitest"

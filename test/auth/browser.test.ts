@@ -1,7 +1,7 @@
 /**
- * Spec: Endpoints (GET /sso), Command line `init-admin`: a real browser — Debian Chromium driven by
- * playwright-core — signs in as the local administrator through the actual pages, enrolling TOTP the
- * first time and using it the second, under the pages' real CSP.
+ * The sign-in pages (GET /sso) and `gateway init-admin` (docs/authorization-server.md): a real browser —
+ * Debian Chromium driven by playwright-core — signs in as the local administrator through the actual pages,
+ * enrolling TOTP the first time and using it the second, under the pages' real CSP.
  */
 import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * Spec: Static configuration → `client_authorization` (broker/consent portal): a person confirms which
+ * `client_authorization` (docs/authorization-server.md, "Consent and grants"): a person confirms which
  * client may act for them with which scopes; grants are stored, listed and revocable, and a revoked
  * grant denies the client's next request.
  */

@@ -1,6 +1,6 @@
 /**
- * Spec: What the service does 2-3, Authentication → MCP entry 4-6, Limits (access JWT 10 minutes,
- * local session 8 hours): the whole browser flow over real HTTP, on SQLite and PostgreSQL.
+ * docs/authorization-server.md (access JWT 10 minutes, session 8 hours): the whole browser flow over real
+ * HTTP, on SQLite and PostgreSQL.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"

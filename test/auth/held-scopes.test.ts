@@ -1,5 +1,5 @@
 /**
- * Spec: Authorization model 1, 4 — users hold no direct scopes; they inherit them from permission
+ * docs/authorization-server.md, "Scopes" — users hold no direct scopes; they inherit them from permission
  * groups (the groups' scopes and their roles' administrative scopes). A token carries only the
  * requested scopes its person holds; a refresh renews only what is still held. The built-in
  * administrator holds the console's scope through the Administrators group, never a reviewer's;

@@ -1,5 +1,5 @@
 /**
- * Spec: Command line — `gateway init-admin` creates the built-in administrator; `--reset` and
+ * `gateway init-admin` (docs/authorization-server.md) creates the built-in administrator; `--reset` and
  * `--reset-mfa` recover it with the same configuration key and database. The real executable.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"

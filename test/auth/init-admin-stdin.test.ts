@@ -1,5 +1,5 @@
 /**
- * Spec: Command line `init-admin` (password read from stdin) — `--password-stdin` reads a pipe and
+ * `gateway init-admin` with the password read from stdin — `--password-stdin` reads a pipe and
  * refuses a terminal, where the password would be echoed as it is typed.
  */
 import { PassThrough } from "node:stream"

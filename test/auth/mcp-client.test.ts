@@ -1,5 +1,5 @@
 /**
- * Spec: What the service does 3, Authentication → MCP entry 1-5: real MCP clients (client SDK 2.x and
+ * docs/clients.md, "Clients with their own OAuth": real MCP clients (client SDK 2.x and
  * `@modelcontextprotocol/sdk` 1.x) start from an unauthenticated /mcp request, discover the gateway's
  * authorization server from the 401 and the metadata documents, sign a person in, and list tools.
  */

@@ -1,4 +1,4 @@
-/** Spec: Endpoints — authorization server metadata at both well-known paths (RFC 8414). */
+/** docs/authorization-server.md, "Paths" — authorization server metadata at both well-known paths (RFC 8414). */
 
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"

@@ -1,6 +1,7 @@
 /**
- * Spec: Limits (login transactions in memory, bounded) — under a flood of anonymous starts, a sign-in
- * that already passed its password step is never dropped, and each address has its own cap.
+ * docs/authorization-server.md, "Lifetimes and limits" (login transactions in memory, bounded) — under a
+ * flood of anonymous starts, a sign-in that already passed its password step is never dropped, and each
+ * address has its own cap.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"

@@ -1,6 +1,7 @@
 /**
- * Spec: Enterprise login 4 — loopback registered without a port accepts any port; a registered port
- * must match; everything else exactly; no wildcards, fragments or dynamic registration.
+ * Redirect URIs (docs/authorization-server.md, "Authorization endpoint") — loopback registered without a
+ * port accepts any port; a registered port must match; everything else exactly; no wildcards, fragments or
+ * dynamic registration.
  */
 import { describe, expect, it } from "vitest"
 import { redirectUriMatches, registeredRedirectUriProblem } from "../../src/auth/redirect-uri.js"

@@ -1,5 +1,5 @@
 /**
- * Spec: Authentication → MCP entry 6 — pending authorization transactions and codes live in memory
+ * docs/authorization-server.md, "Lifetimes and limits" — pending authorization transactions and codes live in memory
  * only (lost on restart) while stored sessions and signing keys survive; a reload (SIGHUP) keeps them.
  * A real `gateway serve` process, restarted with the same key and database.
  */

@@ -1,8 +1,8 @@
 /**
- * Spec: Issue 4, failed-login throttling per account and per IP; Limits — over real HTTP: parallel
- * bursts cannot start more password or TOTP checks than the limit, an attacker at one address cannot
- * lock out the administrator at another (`server.trusted_proxies`), oversized names never reach the
- * throttle, and pending sign-ins are capped per client address.
+ * Failed sign-in throttling per account and per address, and the limits (docs/authorization-server.md) —
+ * over real HTTP: parallel bursts cannot start more password or TOTP checks than the limit, an attacker at
+ * one address cannot lock out the administrator at another (`server.trusted_proxies`), oversized names
+ * never reach the throttle, and pending sign-ins are capped per client address.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Spec: Endpoints (GET /sso), Authentication → Enterprise login 8: the sign-in pages over real HTTP —
+ * docs/authorization-server.md, "Sign-in": the sign-in pages over real HTTP —
  * headers, CSRF, failed-login throttling per account and per address, TOTP replay, browser sessions.
  */
 import { describe, expect, it } from "@effect/vitest"

@@ -1,7 +1,8 @@
 /**
- * Spec: Issue 4, failed-login throttling per account and per IP — the windows themselves: attempts
- * counted before the check (so parallel requests cannot exceed a limit), per account-and-address,
- * per address and per account, fixed-size keys and eviction that keeps recent counters.
+ * Failed sign-in throttling per account and per address (docs/authorization-server.md, "Sign-in") — the
+ * windows themselves: attempts counted before the check (so parallel requests cannot exceed a limit), per
+ * account-and-address, per address and per account, fixed-size keys and eviction that keeps recent
+ * counters.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Either, TestClock } from "effect"

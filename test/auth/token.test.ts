@@ -1,5 +1,5 @@
 /**
- * Spec: States → Refresh token, Authentication → MCP entry 4-6, Limits: the token endpoint over real
+ * docs/authorization-server.md, "Token endpoint" and "Lifetimes and limits": the token endpoint over real
  * HTTP — code exchange with PKCE, replay, rotation, reuse detection, 10-minute tokens, 8-hour sessions.
  */
 import { describe, expect, it } from "@effect/vitest"

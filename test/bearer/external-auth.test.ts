@@ -1,5 +1,5 @@
 /**
- * `auth.mode: external` for real (spec: Authentication → MCP entry 7; docs/mcp.md, "Tokens"): the
+ * `auth.mode: external` for real (docs/mcp.md, "Tokens"): the
  * issuer's key set served over HTTPS on loopback with a throw-away CA that the gateway trusts through
  * `auth.external.ca_file`. Verification, key rotation with a bounded refetch, an unreachable or
  * untrusted key set, and background loading that never blocks and stops with the generation.

@@ -1,4 +1,4 @@
-// Spec: Authentication → MCP entry 4 — a cached verification must never outlive the token's expiry.
+// docs/mcp.md, "Tokens" — a cached verification must never outlive the token's expiry.
 import { describe, expect, it } from "vitest"
 import type { Caller } from "../../src/bearer/caller.js"
 import { VerifiedTokens } from "../../src/bearer/verified-tokens.js"

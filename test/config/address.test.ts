@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { isLoopbackHost, requireHttpsUnlessLoopback } from "../../src/config/address.js"
 import { parseListen } from "../../src/config/rules.js"
 
-describe("parseListen (spec: server.listen is an address)", () => {
+describe("parseListen (server.listen is an address)", () => {
   it("reads host:port and bracketed IPv6", () => {
     expect(parseListen("127.0.0.1:8080")).toEqual({ host: "127.0.0.1", port: 8080 })
     expect(parseListen("[::1]:8080")).toEqual({ host: "::1", port: 8080 })

@@ -5,8 +5,9 @@ import { expandString } from "../../src/config/expand.js"
 import { parseConfig } from "../../src/config/load.js"
 import { yamlOf } from "../fixtures/config/base.js"
 
-// Spec: Static configuration (YAML) — "Every field under auth.sso is literal and does not expand ${...};
-// client_secret_env and directory_token_env hold variable NAMES. Other YAML fields expand environment variables."
+// docs/configuration.md, "Environment variables": every field under auth.sso is literal and does not expand
+// ${...}; client_secret_env and directory_token_env hold variable NAMES. Other YAML fields expand environment
+// variables.
 
 describe("expandString", () => {
   it("replaces ${NAME} and keeps the rest", () => {

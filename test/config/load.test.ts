@@ -21,8 +21,8 @@ const withTempDir = <A, E>(use: (dir: string) => Effect.Effect<A, E>) =>
     (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
   )
 
-describe("loadConfig (spec: Static configuration (YAML))", () => {
-  it.effect("loads a file and applies the spec's defaults", () =>
+describe("loadConfig (docs/configuration.md)", () => {
+  it.effect("loads a file and applies the documented defaults", () =>
     withTempDir((dir) =>
       Effect.gen(function* () {
         const file = join(dir, "gateway.yaml")
@@ -39,7 +39,7 @@ describe("loadConfig (spec: Static configuration (YAML))", () => {
     )
   )
 
-  it("defaults an approval quorum to 1 (spec Limits: Approval quorum 1 or 2, default 1)", () => {
+  it("defaults an approval quorum to 1 (1 or 2 allowed)", () => {
     const text = yamlOf({
       backends: [{ id: "a", url: "https://a.example.com/mcp", tool_rules: [{ tools: ["x"], approval: {} }] }]
     })
@@ -145,7 +145,7 @@ describe("loadConfig rejects bad input with every problem at once", () => {
     expect(problems).toContainEqual({ path: "server.listen", line: 1, message: 'missing required key "listen"' })
   })
 
-  it("downstream clients are public: a client_secret_env on one is an unknown key (spec: auth.sso.clients[])", () => {
+  it("downstream clients are public: a client_secret_env on one is an unknown key (auth.sso.clients[])", () => {
     const clients = [
       {
         id: "cli",

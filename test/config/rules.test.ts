@@ -28,7 +28,7 @@ const client = (id: string) => ({
 })
 const backend = (fields: Record<string, unknown>) => ({ id: "a", url: "https://a.example.com/mcp", ...fields })
 
-describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => {
+describe("cross-field rules (docs/configuration.md)", () => {
   it("the base configuration passes every rule", () => {
     expect(checkRules(configOf(), noSecrets)).toEqual([])
     expect(new Set(allRules.map((rule) => rule.name)).size).toBe(allRules.length)
@@ -123,7 +123,7 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
     ).toEqual(['auth.sso.clients[2].id: duplicate client id "a"'])
   })
 
-  it("the directory secret is at least 32 characters (Limits: Directory bearer secret)", () => {
+  it("the directory secret is at least 32 characters", () => {
     const secrets = (value: string) => ({ ...noSecrets, directoryToken: Redacted.make(value) })
     expect(run(auth.directorySecretLength, {}, secrets("x".repeat(31)))).toEqual([
       "auth.sso.directory_token_env: the directory secret in this variable must be at least 32 characters"
@@ -151,7 +151,7 @@ describe("cross-field rules (spec: Static configuration (YAML), Limits)", () => 
     }
   })
 
-  it("the archive URL is https and the signing key Base64 of exactly 64 bytes (Limits: Audit signing key)", () => {
+  it("the archive URL is https and the signing key Base64 of exactly 64 bytes", () => {
     const archive = (url: string, signing_key: string) => ({
       admin: { approvals: { audit_archive: { url, key_id: "k", signing_key } } }
     })

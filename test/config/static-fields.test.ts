@@ -2,8 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { staticChanges, staticFields } from "../../src/config/static-fields.js"
 import { configOf } from "../fixtures/config/base.js"
 
-// Spec Versioning 7: restart required for server.listen, server.public_url, all auth, client_authorization and
-// admin fields; reloadable: allowed origins, request/drain parameters, backends. Storage and log_level are static too.
+// docs/configuration.md, "Static or reloadable": restart required for server.listen, server.public_url, all
+// auth, client_authorization and admin fields; reloadable: allowed origins, request/drain parameters,
+// backends. Storage and log_level are static too.
 
 // One change per static field, alone: the reload that carries it is refused and names that field (the
 // spawned-process test in test/runtime/process.test.ts shows the refusal end to end).
@@ -17,7 +18,7 @@ const oneChangeEach = [
   ["admin", { admin: { required_scopes: ["gateway:operators"] } }]
 ] as const
 
-describe("staticChanges (spec Versioning 7)", () => {
+describe("staticChanges", () => {
   it.each(oneChangeEach)("a reload changing %s alone is refused, naming it", (field, patch) => {
     expect(staticChanges(configOf(), configOf(patch))).toEqual([field])
   })

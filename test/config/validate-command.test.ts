@@ -10,7 +10,7 @@ import { validateCommand } from "../../src/cli/validate.js"
 import { ConfigInvalid } from "../../src/config/service.js"
 import { yamlOf } from "../fixtures/config/base.js"
 
-// Spec: Command line — `gateway validate` validates the configuration.
+// `gateway validate` validates the configuration (docs/configuration.md, "Validating a file").
 
 const validate = (file: string) =>
   Command.run(validateCommand, { name: "gateway", version: "test" })(["node", "gateway", "--config", file]).pipe(

@@ -1,6 +1,7 @@
 /**
- * Spec: Command line `init-admin` — the built-in local administrator is created once and recovered with
- * `--reset` (new password) and `--reset-mfa` (second factor cleared), with the same key and database.
+ * `gateway init-admin` (docs/authorization-server.md, "The built-in administrator") — the built-in local
+ * administrator is created once and recovered with `--reset` (new password) and `--reset-mfa` (second
+ * factor cleared), with the same key and database.
  */
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"

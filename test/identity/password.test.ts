@@ -1,4 +1,7 @@
-/** Spec: local accounts; passwords hashed with scrypt and a per-user salt, compared in constant time. */
+/**
+ * Local accounts (docs/authorization-server.md, "Sign-in"): passwords hashed with scrypt and a per-user
+ * salt, compared in constant time.
+ */
 import { randomBytes, scryptSync } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"

@@ -1,7 +1,7 @@
 /**
  * Calls through the gateway: progress over a request-scoped SSE stream, cancellation and deadlines
  * reaching the backend as `notifications/cancelled`, a backend answering garbage or hanging, and the
- * guarantee that backends see only their own credentials (spec: What the service does 2; issue 3).
+ * guarantee that backends see only their own credentials (docs/mcp.md, "Backends").
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { alphaTools, startBackend, startLegacyBackend, type TestBackend } from "../support/mcp-backends.js"

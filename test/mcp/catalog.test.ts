@@ -1,5 +1,5 @@
 /**
- * The aggregated catalog (spec: What the service does; Authorization model 3): several real backends
+ * The aggregated catalog (docs/mcp.md; docs/access-policy.md, "Rules"): several real backends
  * (2025-era and 2026-era, colliding tool names), three kinds of client, publication, scopes, pagination,
  * prompts, resources, templates and completion.
  */

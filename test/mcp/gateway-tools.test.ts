@@ -1,5 +1,5 @@
 /**
- * Gateway-provided tools (spec: Endpoints → MCP tools provided by the gateway) have a place in the
+ * Gateway-provided tools (docs/access-policy.md, "Gateway-provided tools") have a place in the
  * catalog and in ToolCalls beside the backends' tools: listed under their own name, shown and callable
  * only where the PolicyEngine's view allows, on both /mcp paths, and part of the view's fingerprint so
  * the tools/list page cache never hands one caller's page to a caller who sees otherwise.

@@ -1,6 +1,6 @@
 /**
- * /mcp at the HTTP level (spec: Authentication → MCP entry; Protected resource metadata; Errors;
- * Endpoints → Public): bearer challenges, metadata documents, origin rules and CORS, and precise
+ * /mcp at the HTTP level (docs/mcp.md, "Tokens", "Request limits and errors", "Origins and CORS";
+ * docs/errors.md): bearer challenges, metadata documents, origin rules and CORS, and precise
  * answers to bad input, after which the gateway keeps serving.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -86,7 +86,7 @@ describe("bearer tokens on /mcp", () => {
 })
 
 describe("protected resource metadata", () => {
-  it("serves the spec's four fields at the path-aware address and the root alias", async () => {
+  it("serves the four RFC 9728 fields at the path-aware address and the root alias", async () => {
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
       const response = await fetch(`${gateway.baseUrl}${path}`)
       expect(response.status).toBe(200)

@@ -1,7 +1,7 @@
 /**
- * Reloads and the data plane (spec Versioning 7-8): backends added and removed under load on a real
- * process with SIGHUP, required backends gating a candidate, and catalog inheritance for an optional
- * backend that is down.
+ * Reloads and the data plane (docs/operations.md, "Generations and reload"; docs/mcp.md, "Backends"):
+ * backends added and removed under load on a real process with SIGHUP, required backends gating a
+ * candidate, and catalog inheritance for an optional backend that is down.
  */
 import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
@@ -29,7 +29,7 @@ const backend = (id: string, url: string, extra: Record<string, unknown> = {}) =
   ...extra
 })
 
-describe("catalog inheritance (spec Versioning 8)", () => {
+describe("catalog inheritance", () => {
   it("an optional backend down at reload keeps its catalog only while its source identity is unchanged", async () => {
     const alpha: TestBackend = await startBackend("alpha", alphaTools)
     cleanup.push(() => alpha.stop())

@@ -1,5 +1,5 @@
 /**
- * Spec: Authorization model 4 ("the next request sees the change; running work is cancelled") at the
+ * docs/access-policy.md, "Rules" (the next request sees the change; running work is cancelled) at the
  * edges a change can slip past: a request whose body arrives after the change, a change written by
  * another process next to one of this process, two grants whose tool names would join to the same
  * text, an open `subscriptions/listen` stream, and administrative scopes outside roles.

@@ -1,5 +1,5 @@
 /**
- * Spec: Authorization model 1-6; Permission object. The PolicyEngine's view and call decision, table
+ * docs/access-policy.md ("The permission object", "Rules"). The PolicyEngine's view and call decision, table
  * driven: token scopes × held scopes × publication × write flag × resource rules × membership source
  * (direct, mapped organization group, unverified) × staleness × user and directory state. The engine is
  * the real one; only the stored policy is given as rows (the store's own tests load them for real).

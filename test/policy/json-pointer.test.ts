@@ -1,6 +1,6 @@
 /**
- * Spec: Permission object, `resource_rules[].argument` is a JSON Pointer (RFC 6901): escapes, arrays,
- * absent paths and values that are not strings — every case where a rule must deny.
+ * docs/access-policy.md, "The permission object": `resource_rules[].argument` is a JSON Pointer (RFC 6901):
+ * escapes, arrays, absent paths and values that are not strings — every case where a rule must deny.
  */
 import { describe, expect, it } from "vitest"
 import { ruleHolds } from "../../src/policy/checks/resource-rules.js"

@@ -1,5 +1,5 @@
 /**
- * Spec: Authorization model 1-4 through /mcp with the stored policy (real store, real backends and
+ * docs/access-policy.md through /mcp with the stored policy (real store, real backends and
  * clients): both /mcp paths give the same answers for the same view; a removed scope or permission
  * denies the very next request of a still-valid token; a running call whose permission is removed is
  * cancelled; prompts, resource reads and subscriptions are separate permissions.

@@ -1,5 +1,5 @@
 /**
- * Spec: Authorization model 6, Static configuration `auth.enterprise_membership_max_age` — enterprise
+ * docs/access-policy.md, "Rules", and `auth.enterprise_membership_max_age` — enterprise
  * membership older than the max age stops refresh and tool access until a new sign-in or directory
  * sync. A real session and refresh token of an enterprise user (as its sign-in will leave them), the
  * real token endpoint and /mcp, under TestClock.

@@ -1,7 +1,7 @@
 /**
- * Spec: Versioning 7, 9 — the Generations service and the requests in flight it drains: the drain is
- * told when the last request ends (no polling), closing cancels what still runs, and a gateway whose
- * listener cannot bind closes the generation it had already built.
+ * docs/operations.md, "Generations and reload" and "Shutdown" — the Generations service and the requests in
+ * flight it drains: the drain is told when the last request ends (no polling), closing cancels what still
+ * runs, and a gateway whose listener cannot bind closes the generation it had already built.
  */
 
 import { randomBytes } from "node:crypto"

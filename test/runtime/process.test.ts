@@ -1,6 +1,6 @@
 /**
- * Spec: Endpoints (/healthz, /readyz, 404), Versioning 7 (reload) and 9 (shutdown), tested on a
- * real spawned `gateway serve` process with real signals.
+ * Probes (/healthz, /readyz), the 404 body, reload and shutdown (docs/operations.md, docs/errors.md),
+ * tested on a real spawned `gateway serve` process with real signals.
  */
 import { afterEach, describe, expect, it } from "vitest"
 import { freePort, type GatewayProcess, startGateway } from "../support/gateway-process.js"
@@ -60,7 +60,7 @@ const reload = async (process: GatewayProcess, expectLog: string) => {
 }
 
 describe("gateway serve (spawned process)", () => {
-  it("answers /healthz, /readyz and the JSON 404 body (spec: Endpoints, Errors)", async () => {
+  it("answers /healthz, /readyz and the JSON 404 body", async () => {
     const { gateway } = await start()
     const health = await fetch(`${gateway.baseUrl}/healthz`)
     expect(health.status).toBe(200)
@@ -119,7 +119,7 @@ describe("gateway serve (spawned process)", () => {
     expect(await response.json()).toMatchObject({ error: "request_timeout" })
   })
 
-  it("a good reload takes effect: a changed request_timeout (spec: Versioning 7)", async () => {
+  it("a good reload takes effect: a changed request_timeout", async () => {
     const { gateway, rewrite } = await start({ requestTimeout: "300ms" })
     expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
     rewrite({ requestTimeout: "10s" })
@@ -127,7 +127,7 @@ describe("gateway serve (spawned process)", () => {
     expect((await slow(gateway.baseUrl, 800)).status).toBe(200)
   })
 
-  it("a slow in-flight request completes during a reload (spec: Versioning 7)", async () => {
+  it("a slow in-flight request completes during a reload", async () => {
     const { gateway, rewrite } = await start({ drainTimeout: "10s" })
     const { response: inFlight } = await slowInFlight(gateway, 1_500)
     rewrite({ drainTimeout: "10s", requestTimeout: "20s" })
@@ -167,7 +167,7 @@ describe("gateway serve (spawned process)", () => {
     expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
   })
 
-  it("SIGTERM lets an in-flight request finish, refuses new connections, and exits 0 (spec: Versioning 9)", async () => {
+  it("SIGTERM lets an in-flight request finish, refuses new connections, and exits 0", async () => {
     const { gateway } = await start({ drainTimeout: "10s" })
     const { response: inFlight } = await slowInFlight(gateway, 1_000)
     gateway.child.kill("SIGTERM")

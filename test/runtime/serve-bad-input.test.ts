@@ -1,6 +1,6 @@
 /**
- * Bad input at start-up (issue: Foundation, "Bad input"): a clear message naming the problem, a
- * non-zero exit, and nothing created or changed on disk. Spec: Endpoints → Command line; Storage.
+ * Bad input at start-up: a clear message naming the problem, a non-zero exit, and nothing created or
+ * changed on disk (docs/operations.md, "Exit codes"; docs/storage.md).
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -37,7 +37,7 @@ const write = (name: string, text: string) => {
 }
 
 describe("gateway serve refuses bad input", () => {
-  it("prints the version 2.4.0 (spec: Versioning 1)", async () => {
+  it("prints the version 2.4.0", async () => {
     const result = await runGatewayCommand(["--version"])
     expect(result.code).toBe(0)
     expect(result.stdout.trim()).toBe("2.4.0")

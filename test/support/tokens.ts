@@ -4,10 +4,9 @@ import type { GatewayConfig } from "../../src/config/schema.js"
 import type { Signer } from "../../src/crypto/signer.js"
 
 /**
- * TEST DOUBLE, in one place on purpose: until the authorization server's session store exists (issue 4),
- * builtin-mode tests mint access tokens with the Signer and accept their sessions with this guard.
- * When real sessions land, swap `testSessionGuard` for the real SessionGuard over a created session
- * and make `mintAccessToken` go through it; the tests using these helpers should not need to change.
+ * TEST DOUBLE, in one place on purpose: builtin-mode tests that are not about sessions mint access
+ * tokens with the Signer and accept their sessions with this guard. The real SessionGuard over stored
+ * sessions is tested through the authorization server (test/auth/).
  */
 export const revokedSessions = new Set<string>()
 

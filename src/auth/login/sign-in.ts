@@ -40,7 +40,7 @@ export const stagePage = (settings: AuthSettings, transaction: LoginTransaction,
 }
 
 /**
- * `GET /sso`: the start of the browser flow (spec: Login endpoints). With `login=<id>` it shows that
+ * `GET /sso`: the start of the browser flow (docs/authorization-server.md, "Paths"). With `login=<id>` it shows that
  * transaction's current step; without, it starts a sign-in to the grants portal (or opens the portal
  * when this browser is signed in already).
  */

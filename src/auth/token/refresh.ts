@@ -17,7 +17,7 @@ import { mintAccessToken, newRefreshToken, tokenResponse } from "./mint.js"
 const invalidGrant = (description: string) => tokenError("invalid_grant", description)
 
 /**
- * `grant_type=refresh_token` (spec States: Refresh token). Rotation only within the 8-hour session
+ * `grant_type=refresh_token` (docs/authorization-server.md, "Token endpoint"). Rotation only within the 8-hour session
  * and with `offline_access`; the old token is consumed by a conditional UPDATE, and a consumed token
  * presented again (reuse, or the loser of a concurrent race) revokes the whole session.
  */
@@ -57,7 +57,7 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
   ) {
     return yield* tokenError("invalid_scope", "A refresh may only narrow the granted scope.")
   }
-  // Organization memberships older than enterprise_membership_max_age stop refresh (Authorization model 6).
+  // Organization memberships older than enterprise_membership_max_age stop refresh (docs/access-policy.md, "Rules").
   const holder = yield* (yield* AccessState).grantOfUser(session.user_id)
   if (holder === undefined || !holder.active) return yield* invalidGrant("The account is not enabled.")
   if (holder.staleAt !== undefined && now >= holder.staleAt) {

@@ -21,8 +21,8 @@ const withdrawn = Symbol("access withdrawn")
 
 /**
  * Backend calls in flight, so a `notifications/cancelled` can find the request it names, and a policy
- * change can find the calls it no longer allows (spec: Authorization model 4, "affected running
- * requests are cancelled"). Stateless HTTP delivers a cancellation in a request of its own, to a fresh
+ * change can find the calls it no longer allows (docs/access-policy.md, "Rules": affected running
+ * requests are cancelled). Stateless HTTP delivers a cancellation in a request of its own, to a fresh
  * server instance; this registry (one per generation) is what links the two. Keyed by the caller as
  * well as the JSON-RPC id, so a caller can only cancel its own requests.
  */

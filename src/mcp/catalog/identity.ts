@@ -3,7 +3,7 @@ import { Redacted } from "effect"
 import type { BackendConfig } from "../../config/schema.js"
 
 /**
- * The catalog-source identity of spec Versioning 8: id, URL, `allow_insecure_http`, every fixed header,
+ * The catalog-source identity (docs/mcp.md, "Backends", reload): id, URL, `allow_insecure_http`, every fixed header,
  * the complete credentials and the OAuth settings. Two configurations with the same identity talk to
  * the same server as the same principal, so one's catalog may stand in for the other's. `required`,
  * `required_scopes`, `tool_rules` and timeouts are deliberately left out. Hashed, so the map of

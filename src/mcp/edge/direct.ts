@@ -14,7 +14,7 @@ import { isRecord } from "../../json.js"
  * A request qualifies only when every detail is one this module checks itself — a 2026-07-28 request
  * with a well-formed envelope and standard headers that mirror the body exactly, or a 2025-era request
  * with no envelope, a supported (or no) `MCP-Protocol-Version`, no 2026 headers and an `Accept` that takes
- * JSON and SSE — and params of the spec's shape with no key it does not know. Anything else, valid or
+ * JSON and SSE — and params of the MCP specification's shape with no key it does not know. Anything else, valid or
  * not, goes to the MCP SDK's handler, which
  * stays the one place that decides how a malformed or unusual request is answered; so both paths give
  * the same answer to the same request.

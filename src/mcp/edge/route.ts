@@ -28,7 +28,7 @@ const postOnly = Effect.fail(
 )
 
 /**
- * The CORS preflight of /mcp and 405 for every method but POST (spec: Endpoints → Public). POST itself
+ * The CORS preflight of /mcp and 405 for every method but POST (docs/mcp.md, "Protocol"). POST itself
  * never reaches the router: the generation hands it to the McpPost handler (src/mcp/edge/post.ts).
  */
 export const mcpRoutes = (publicUrl: string) => {

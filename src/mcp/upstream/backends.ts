@@ -8,7 +8,7 @@ import type { BackendChannel } from "./channel.js"
 import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./connection.js"
 import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./slot.js"
 
-/** Catalogs of the generation being replaced, by catalog-source identity (spec Versioning 8). */
+/** Catalogs of the generation being replaced, by catalog-source identity (docs/mcp.md, "Backends"). */
 export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
   PreviousCatalogs,
   ReadonlyMap<string, BackendCatalog>
@@ -24,7 +24,7 @@ const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) 
 
 /**
  * The backends of one generation: their MCP clients, catalogs and the aggregated index. Required
- * backends must connect during the build (a failure fails the generation: spec Versioning 7); every
+ * backends must connect during the build (a failure fails the generation: docs/operations.md); every
  * backend is tried once during the build, then a worker per backend keeps it connected (capped backoff)
  * and its catalog fresh (list_changed notifications, `catalog.refresh_interval`). Closing the
  * generation's scope stops the workers and closes the clients.
@@ -53,7 +53,7 @@ export class Backends extends Context.Tag("gateway/Backends")<
     ) => Promise<BackendChannel | undefined>
     /** Runs `listener` after every index rebuild (the /mcp endpoint tells subscribed clients). */
     readonly onIndexChange: (listener: () => void) => void
-    /** Catalogs a following generation may inherit (spec Versioning 8). */
+    /** Catalogs a following generation may inherit (docs/mcp.md, "Backends"). */
     readonly inheritable: () => ReadonlyMap<string, BackendCatalog>
   }
 >() {}

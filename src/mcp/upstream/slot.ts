@@ -17,7 +17,7 @@ export interface BackendSlot {
   /** Set with `client`: the session it negotiated (a 2025-era backend's session id, if it gave one). */
   session: (() => BackendSession | undefined) | undefined
   catalog: BackendCatalog | undefined
-  /** The catalog came from the previous generation (Versioning 8); never counts as ready. */
+  /** The catalog came from the previous generation (docs/mcp.md, "Backends"); never counts as ready. */
   inherited: boolean
 }
 

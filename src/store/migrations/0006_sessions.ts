@@ -4,7 +4,7 @@ import { Effect } from "effect"
 /**
  * Token sessions: one per authorization code exchanged, named by the access token's `sid`. Every
  * refresh token of a session belongs to its family; `expires_at` is the sign-in time plus 8 hours
- * (spec Limits), after which neither refresh nor /mcp accepts it.
+ * (docs/authorization-server.md, "Lifetimes and limits"), after which neither refresh nor /mcp accepts it.
  */
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

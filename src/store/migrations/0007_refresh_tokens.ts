@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Refresh tokens, stored only as SHA-256 hashes (spec: refresh credentials only as hashes). A token is
+ * Refresh tokens, stored only as SHA-256 hashes (docs/secrets.md). A token is
  * used once: rotation sets `consumed_at` with a conditional UPDATE, so of two concurrent uses at most
  * one wins; presenting a consumed token again revokes its session.
  */

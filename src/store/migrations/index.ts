@@ -14,7 +14,7 @@ import accessPolicy from "./0009_access_policy.js"
 export const MIGRATIONS_TABLE = "gateway_migrations"
 
 /**
- * Every migration of this release; together they ARE schema version 10 (spec Versioning 1, 3: fresh
+ * Every migration of this release; together they ARE schema version 10 (docs/storage.md: fresh
  * deployments only, no migration workflow). To add a table: add `NNNN_name.ts` beside this file and
  * register it here with the next number. Keys follow the Migrator's `<id>_<name>` convention.
  */

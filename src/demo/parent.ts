@@ -1,0 +1,26 @@
+/**
+ * Ends the development start with the process that started it. `npm start` hands SIGINT and SIGTERM
+ * on to the gateway, but npm dies of the signals it does not forward (SIGHUP, SIGKILL): the gateway
+ * then notices within `intervalMs` that its parent is gone and shuts down as on SIGTERM (drain, exit),
+ * instead of serving on with nobody owning it.
+ */
+export const stopWithParent = (intervalMs = 1000): void => {
+  const parent = process.ppid
+  if (parent <= 1) return
+  const timer = setInterval(() => {
+    if (alive(parent)) return
+    clearInterval(timer)
+    process.kill(process.pid, "SIGTERM")
+  }, intervalMs)
+  timer.unref()
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: it exists, as another user. Only "no such process" means it is gone.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH"
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * `npm start` is one Node process under npm that owns the gateway and the demo backend (README, "Quick
+ * start"): SIGHUP to it reloads, SIGTERM to npm drains and exits with the gateway's code, and npm dying
+ * of a signal it does not forward takes the gateway with it. Run for real: npm, signals, ports.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { connect } from "node:net"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { freePort, newConfigKey } from "../support/gateway-process.js"
+
+const root = resolve(import.meta.dirname, "../..")
+
+interface Started {
+  readonly npm: ChildProcess
+  readonly ports: { readonly gateway: number; readonly admin: number; readonly demo: number }
+  readonly exited: Promise<number | null>
+  stderr(): string
+  waitFor(text: string, from?: number): Promise<void>
+}
+
+const running: Array<{ started: Started; dir: string }> = []
+afterEach(() => {
+  for (const { started, dir } of running.splice(0)) {
+    for (const pid of tree(started.npm.pid!)) kill(pid, "SIGKILL")
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+const start = async (): Promise<Started> => {
+  const ports = { gateway: await freePort(), admin: await freePort(), demo: await freePort() }
+  const dir = mkdtempSync(join(tmpdir(), "gateway-npm-start-"))
+  const configFile = join(dir, "gateway.yaml")
+  writeFileSync(
+    configFile,
+    `
+server:
+  listen: 127.0.0.1:${ports.gateway}
+  public_url: http://127.0.0.1:${ports.gateway}/mcp
+auth:
+  issuer: http://127.0.0.1:${ports.gateway}/sso
+storage:
+  type: sqlite
+  path: ${dir}/gateway.db
+admin:
+  listen: 127.0.0.1:${ports.admin}
+backends:
+  - id: demo
+    url: http://127.0.0.1:${ports.demo}/mcp
+    allow_insecure_http: true
+    tool_rules:
+      - tools: ["*"]
+`
+  )
+  // GATEWAY_CONFIG_KEY set: --dev then writes no data/dev-config.key into the checkout.
+  const npm = spawn("npm", ["start", "--", "--config", configFile, "--demo-port", String(ports.demo)], {
+    cwd: root,
+    env: {
+      PATH: process.env["PATH"] ?? "",
+      HOME: process.env["HOME"] ?? "/tmp",
+      GATEWAY_CONFIG_KEY: newConfigKey(),
+      npm_config_update_notifier: "false"
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stderr = ""
+  const waiters = new Set<() => void>()
+  npm.stderr!.on("data", (chunk) => {
+    stderr += chunk
+    for (const waiter of waiters) waiter()
+  })
+  npm.stdout!.resume()
+  const exited = new Promise<number | null>((done) => npm.on("exit", (code) => done(code)))
+  const waitFor = (text: string, from = 0) =>
+    new Promise<void>((done, fail) => {
+      const check = () => {
+        if (stderr.indexOf(text, from) < 0) return
+        waiters.delete(check)
+        clearTimeout(timer)
+        done()
+      }
+      const timer = setTimeout(() => {
+        waiters.delete(check)
+        fail(new Error(`timed out waiting for "${text}" from npm start:\n${stderr}`))
+      }, 60_000)
+      waiters.add(check)
+      check()
+    })
+  const started: Started = { npm, ports, exited, stderr: () => stderr, waitFor }
+  running.push({ started, dir })
+  await Promise.race([
+    waitFor("gateway serving"),
+    exited.then((code) => {
+      throw new Error(`npm start exited with ${code} before serving:\n${stderr}`)
+    })
+  ])
+  return started
+}
+
+/** A pid and all its descendants, read from /proc. */
+const tree = (pid: number): Array<number> => {
+  const children = (parent: number): Array<number> => {
+    try {
+      return readdirSync(`/proc/${parent}/task`).flatMap((task) =>
+        readFileSync(`/proc/${parent}/task/${task}/children`, "utf8").split(" ").filter(Boolean).map(Number)
+      )
+    } catch {
+      return []
+    }
+  }
+  return [pid, ...children(pid).flatMap(tree)]
+}
+
+/** Still running: exists and is not a zombie waiting to be reaped. */
+const runs = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
+  } catch {
+    return false
+  }
+}
+
+const kill = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // already gone
+  }
+}
+
+const command = (pid: number): Array<string> => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean)
+  } catch {
+    return []
+  }
+}
+
+const accepts = (port: number) =>
+  new Promise<boolean>((done) => {
+    const socket = connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      done(true)
+    })
+    socket.once("error", () => done(false))
+  })
+
+const eventually = async (check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
+  const end = Date.now() + timeoutMs
+  while (!(await check()) && Date.now() < end) await new Promise((done) => setTimeout(done, 100))
+  return check()
+}
+
+/**
+ * Nothing of `pids` runs and no port accepts. Both are polled: a process whose parent is gone is reaped
+ * by init, and its leader shows as a zombie while its other threads, which still hold the sockets, exit.
+ */
+const allGone = (pids: ReadonlyArray<number>, ports: ReadonlyArray<number>) =>
+  eventually(async () => pids.every((pid) => !runs(pid)) && !(await Promise.all(ports.map(accepts))).some(Boolean))
+
+describe("npm start", () => {
+  it("is one Node process under npm serving the gateway and the demo; SIGHUP to it reloads; SIGTERM to npm leaves nothing running or listening", async () => {
+    const started = await start()
+    const { ports } = started
+    const npmPid = started.npm.pid!
+    const descendants = tree(npmPid).filter((pid) => pid !== npmPid && command(pid)[0] !== undefined)
+    // npm's only child is node itself: no shell and no tsx launcher in between (esbuild, tsx's
+    // compiler service, is a child of that node, not a second Node process).
+    const nodes = descendants.filter((pid) => /(^|\/)node$/.test(command(pid)[0]!))
+    expect(nodes).toHaveLength(1)
+    const gatewayPid = nodes[0]!
+    expect(command(gatewayPid).slice(1, 4)).toEqual(["--import", "tsx", "src/demo/start.ts"])
+    expect(readFileSync(`/proc/${gatewayPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]).toBe(String(npmPid))
+    expect(await accepts(ports.demo)).toBe(true)
+    expect((await fetch(`http://127.0.0.1:${ports.gateway}/readyz`)).status).toBe(200)
+
+    const from = started.stderr().length
+    process.kill(gatewayPid, "SIGHUP")
+    await started.waitFor('"msg":"reloaded"', from)
+    expect(runs(gatewayPid)).toBe(true)
+
+    const everything = tree(npmPid)
+    started.npm.kill("SIGTERM")
+    expect(await started.exited).toBe(0)
+    expect(started.stderr()).toContain('"msg":"stopped"')
+    expect(await allGone(everything, [ports.gateway, ports.admin, ports.demo])).toBe(true)
+  }, 120_000)
+
+  it("stops the gateway when npm dies of a signal it does not forward (SIGHUP)", async () => {
+    const started = await start()
+    const everything = tree(started.npm.pid!)
+    started.npm.kill("SIGHUP")
+    await started.exited
+    expect(await allGone(everything, Object.values(started.ports))).toBe(true)
+    expect(started.stderr()).toContain('"signal":"SIGTERM"')
+  }, 120_000)
+})
