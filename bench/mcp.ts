@@ -36,6 +36,18 @@ const echoCall = (url: string, tool: string, token?: string): Target => {
   return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
 }
 
+/** A 2025-era streaming call: 10 progress notifications and 10 log messages, then the result (SSE). */
+const STREAMED = 10
+const STREAM = { warmup: 100, rounds: 6, block: 50 } as const
+const streamingCall = (url: string, tool: string, token?: string): Target => {
+  const { body, headers } = legacyRequest("tools/call", {
+    name: tool,
+    arguments: { text: "hello", notify: STREAMED },
+    _meta: { progressToken: "p" }
+  })
+  return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
+}
+
 const legacyEchoCall = (url: string, tool: string, token?: string): Target => {
   const { body, headers } = legacyRequest("tools/call", { name: tool, arguments: { text: "hello" } })
   return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
@@ -124,6 +136,17 @@ export const run = async (): Promise<Table> => {
     const legacyP50Overhead = legacy.p50.gateway - legacy.p50.direct
     const legacyP99Overhead = legacy.p99.gateway - legacy.p99.direct
 
+    // Relaying notifications: the same call, streaming 10 progress and 10 log notifications before its result.
+    const [streamDirectMs = [], streamGatewayMs = []] = await interleavedLatencies(
+      [
+        streamingCall(backendUrl(fixture.backendPorts[0]!), "echo"),
+        streamingCall(gateway.mcpUrl, "b0__echo", gateway.token)
+      ],
+      STREAM
+    )
+    const stream = { direct: median(streamDirectMs), gateway: median(streamGatewayMs) }
+    const streamOverhead = stream.gateway - stream.direct
+
     // ABBA: whichever runs first meets a colder backend, so each path runs once early and once late.
     const directFirst = await throughput(direct, C32)
     const gatewayFirst = await throughput(through, C32, gateway.child.pid)
@@ -180,6 +203,14 @@ export const run = async (): Promise<Table> => {
           `${legacyP99Overhead < 0 ? "−" : "+"}${formatMs(Math.abs(legacyP99Overhead))}`,
           `≤ +${TARGET_P99_OVERHEAD_MS} ms`,
           verdict(legacyP99Overhead <= TARGET_P99_OVERHEAD_MS)
+        ],
+        [
+          `streaming tools/call p50, c=1 (${STREAMED} progress + ${STREAMED} log notifications, 2025-era)`,
+          formatMs(stream.direct),
+          formatMs(stream.gateway),
+          `${streamOverhead < 0 ? "−" : "+"}${formatMs(Math.abs(streamOverhead))}`,
+          "(information)",
+          "—"
         ],
         [
           `tools/call req/s, c=${C32.connections}`,

@@ -34,10 +34,22 @@ const echo: Tool = {
 const tools: ReadonlyArray<Tool> = [echo, ...Array.from({ length: fillerCount }, (_, at) => filler(at))]
 
 const makeServer = () => {
-  const server = new Server({ name: "bench-backend", version: "1.0.0" }, { capabilities: { tools: {} } })
+  const server = new Server({ name: "bench-backend", version: "1.0.0" }, { capabilities: { tools: {}, logging: {} } })
   server.setRequestHandler("tools/list", () => ({ tools: [...tools] }))
-  server.setRequestHandler("tools/call", (request) => {
+  server.setRequestHandler("tools/call", async (request, ctx) => {
     const text = request.params.arguments?.["text"]
+    // `notify: n`: a streaming call — n progress notifications (when asked for) and n log messages first.
+    const notify = Math.min(100, Number(request.params.arguments?.["notify"] ?? 0) || 0)
+    const progressToken = ctx.mcpReq._meta?.progressToken
+    for (let step = 1; step <= notify; step++) {
+      if (progressToken !== undefined) {
+        await ctx.mcpReq.notify({
+          method: "notifications/progress",
+          params: { progressToken, progress: step, total: notify }
+        })
+      }
+      await ctx.mcpReq.notify({ method: "notifications/message", params: { level: "info", data: `step ${step}` } })
+    }
     return { content: [{ type: "text", text: typeof text === "string" ? text : "" }] }
   })
   return server

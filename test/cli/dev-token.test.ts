@@ -3,7 +3,8 @@
  * development setup — the same rule as `serve --dev` — so it never signs with a production key nor
  * writes to a production store; and a gateway started without `--dev` refuses its tokens saying why.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import {
@@ -40,16 +41,21 @@ const refusal = "dev-token runs only against a development setup"
 const onlyDev = "development tokens are accepted only by a gateway started with --dev"
 
 describe("gateway dev-token", () => {
+  /** A directory with a configuration file and nothing else: no store, no development key. */
+  const bare = () => {
+    const dir = mkdtempSync(join(tmpdir(), "gateway-dev-token-"))
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }))
+    const database = join(dir, "gateway.db")
+    const file = join(dir, "gateway.yaml")
+    writeFileSync(file, config(8080, database))
+    return { dir, database, file }
+  }
+
   it("refuses when GATEWAY_CONFIG_KEY is set: never signs with a production key, writes nothing", async () => {
-    const port = await freePort()
-    const gateway = await startGateway({ port, config: (dir) => config(port, join(dir, "gateway.db")) })
-    cleanup.push(() => gateway.stop())
-    const database = join(gateway.dir, "other.db")
-    const file = join(gateway.dir, "other.yaml")
-    writeFileSync(file, config(port, database))
+    const { dir, database, file } = bare()
     const result = await runGatewayCommand(["dev-token", "--config", file], {
       env: { GATEWAY_CONFIG_KEY: newConfigKey() },
-      cwd: gateway.dir
+      cwd: dir
     })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
@@ -59,13 +65,12 @@ describe("gateway dev-token", () => {
   })
 
   it("refuses where no `serve --dev` made a development key, and creates none", async () => {
-    const port = await freePort()
-    const gateway = await startGateway({ port, config: (dir) => config(port, join(dir, "gateway.db")) })
-    cleanup.push(() => gateway.stop())
-    const result = await runGatewayCommand(["dev-token", "--config", gateway.configFile], { cwd: gateway.dir })
+    const { dir, database, file } = bare()
+    const result = await runGatewayCommand(["dev-token", "--config", file], { cwd: dir })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain(`${refusal} (there is no development key data/dev-config.key here)`)
-    expect(existsSync(join(gateway.dir, "data/dev-config.key"))).toBe(false)
+    expect(existsSync(join(dir, "data/dev-config.key"))).toBe(false)
+    expect(existsSync(database)).toBe(false)
   })
 
   it("after `serve --dev` its token works there; a gateway without --dev refuses it and says why", async () => {

@@ -1,9 +1,9 @@
 /**
- * The direct path of /mcp (docs/mcp.md, "How a request travels"; spec: What the service does 2,
- * Endpoints → /mcp): well-formed 2026-07-28 `tools/call` and `tools/list` requests are answered by the
- * gateway itself, everything else by the MCP SDK's handler. These tests prove which path a request
- * takes (the backend sees the channel's `gw-` request ids, or the SDK client's numeric ones), that both
- * paths answer alike, and that nothing the SDK would refuse slips through the direct path.
+ * The direct path of /mcp (docs/mcp.md, "How a request travels"): well-formed 2026-07-28 `tools/call` and
+ * `tools/list` requests are answered by the gateway itself, everything else by the MCP SDK's handler. These
+ * tests prove which path a request takes (the backend sees the channel's `gw-` request ids, or the SDK
+ * client's numeric ones), that both paths answer alike, and that nothing the SDK would refuse slips through
+ * the direct path.
  */
 import type { McpServer } from "@modelcontextprotocol/server"
 import { Either } from "effect"
@@ -78,15 +78,29 @@ describe("the tools/list page cache", () => {
 })
 
 describe("which requests take the direct path", () => {
-  it("a well-formed 2026-07-28 tools/call does, with its id, arguments and progress token", () => {
+  it("a well-formed 2026-07-28 tools/call does, with its id, arguments, progress token and client capabilities", () => {
     const message = call({ name: "alpha__echo", arguments: { message: "hi" }, _meta: { progressToken: "p1" } })
     expect(directToolCall(message, callHeaders("alpha__echo"), modern)).toEqual({
       era: "modern",
       id: 7,
       name: "alpha__echo",
       arguments: { message: "hi" },
-      progressToken: "p1"
+      progressToken: "p1",
+      clientCapabilities: {}
     })
+  })
+
+  it("a 2026-07-28 retry with inputResponses and requestState does; a 2025-era one, or one of another shape, does not", () => {
+    const retry = { name: "alpha__echo", arguments: {}, inputResponses: { ok: { action: "accept" } }, requestState: "s" }
+    expect(directToolCall(call(retry), callHeaders("alpha__echo"), modern)).toMatchObject({
+      inputResponses: { ok: { action: "accept" } },
+      requestState: "s"
+    })
+    expect(directToolCall(call({ ...retry, requestState: 5 }), callHeaders("alpha__echo"), modern)).toBeUndefined()
+    expect(directToolCall(call({ ...retry, inputResponses: [] }), callHeaders("alpha__echo"), modern)).toBeUndefined()
+    const legacy = { jsonrpc: "2.0", id: "c", method: "tools/call", params: retry }
+    const headers = { "mcp-protocol-version": "2025-11-25", accept: "application/json, text/event-stream" }
+    expect(directToolCall(legacy, headers, modern)).toBeUndefined()
   })
 
   const legacyHeaders = {
@@ -346,16 +360,21 @@ describe("the direct path through the gateway", () => {
     await expect.poll(() => alpha.aborted.length).toBeGreaterThan(before)
   })
 
-  it.each(["modern", "legacy"] as const)(
-    "a backend asking for more input is refused alike on the %s client's path",
-    async (era) => {
+  it.each([
+    // The input_required result reaches the client, which cannot fulfil it (it declared no elicitation).
+    ["modern", "CAPABILITY_NOT_SUPPORTED", "elicitation/create"],
+    // The gateway asks the client on the call's stream; the client has no handler and answers -32601.
+    ["legacy", -32601, "Method not found"]
+  ] as const)(
+    "a backend asking for more input: the %s client is asked, and its refusal ends the call; the backend stays in service",
+    async (era, code, message) => {
       const client = await connectClient(gateway.mcpUrl, await gateway.token(), era)
       const error = await client.callTool({ name: "alpha__ask", arguments: {} }).then(
         () => undefined,
-        (failure: Error & { code?: number }) => failure
+        (failure: Error & { code?: number | string }) => failure
       )
-      expect(error?.code).toBe(-32603)
-      expect(error?.message).toContain('Backend "alpha" asked for more input, which the gateway does not relay.')
+      expect(error?.code).toBe(code)
+      expect(error?.message).toContain(message)
       // Not a backend failure: the backend stays in service.
       expect((await client.callTool({ name: "alpha__echo", arguments: { message: "ok" } })).content).toEqual([
         { type: "text", text: "ok" }

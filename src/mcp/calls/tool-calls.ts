@@ -21,6 +21,7 @@ import {
   requestTimeoutCode
 } from "../upstream/forward.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
+import { type InputAnswer, InputRelay } from "./input-relay.js"
 import { atLeast, type LoggingLevel } from "./log-levels.js"
 
 /** One `tools/call` of one caller, whichever way it reached the gateway. */
@@ -44,6 +45,23 @@ export interface ToolCallRequest {
    */
   readonly onLog?: (message: Record<string, unknown>) => void
   readonly logLevel?: LoggingLevel
+  /**
+   * A 2026-07-28 multi-round-trip call (docs/mcp.md, "Input requests"): the caller can receive an
+   * `input_required` result; its retry carries `inputResponses` and the backend's `requestState`,
+   * passed on as they are. Every leg is decided again like any call.
+   */
+  readonly multiRound?: {
+    readonly inputResponses?: Record<string, unknown> | undefined
+    readonly requestState?: string | undefined
+    /** The input the caller can give (its `elicitation`, `sampling` capabilities), told to the backend. */
+    readonly clientCapabilities?: Record<string, unknown> | undefined
+  }
+  /**
+   * A 2025-era caller on a stream: the gateway asks it for the input a backend needs (sent on the
+   * call's stream with a gateway-minted id, answered by a POST of its own; InputRelay) and sends the
+   * backend the retry itself. Absent: a backend's request for input is answered as not relayed.
+   */
+  readonly askCaller?: (request: { readonly method: string; readonly params: unknown }) => Promise<InputAnswer>
 }
 
 export type ToolCallOutcome =
@@ -65,6 +83,8 @@ export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
     readonly call: (request: ToolCallRequest) => Promise<ToolCallOutcome>
     /** Backend calls in flight on either path, so a `notifications/cancelled` finds the one it names. */
     readonly inFlight: InFlightCalls
+    /** Requests for input sent to 2025-era callers, waiting for their answers (docs/mcp.md, "Input requests"). */
+    readonly inputs: InputRelay
   }
 >() {}
 
@@ -82,13 +102,18 @@ export const approvalUnavailable = error(
 const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdrawn().message)
 
 /**
- * A CallToolResult as the caller may get it, "input" for a multi-round-trip request (not relayed), or
- * undefined when it is not a CallToolResult at all.
+ * A CallToolResult as the caller may get it; for a multi-round-trip request, the `input_required`
+ * result when the caller can take one (`multiRound`), else "input"; undefined when it is not a
+ * CallToolResult at all.
  */
-const callResult = (result: Record<string, unknown>, naming: Naming): Record<string, unknown> | "input" | undefined => {
+const callResult = (
+  result: Record<string, unknown>,
+  naming: Naming,
+  multiRound: boolean
+): Record<string, unknown> | "input" | undefined => {
   const { content, isError, structuredContent, resultType } = result
-  if (resultType !== undefined && resultType !== "complete")
-    return resultType === "input_required" ? "input" : undefined
+  if (resultType === "input_required") return multiRound ? inputRequiredResult(result) : "input"
+  if (resultType !== undefined && resultType !== "complete") return undefined
   const blocks =
     content === undefined ||
     (Array.isArray(content) && content.every((block) => isRecord(block) && typeof block["type"] === "string"))
@@ -96,6 +121,50 @@ const callResult = (result: Record<string, unknown>, naming: Naming): Record<str
   if (structuredContent !== undefined && !isRecord(structuredContent)) return undefined
   const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
   return { ...rest, content: exposeContentUris(naming, content ?? []) }
+}
+
+/** Of a caller's client capabilities, those that let a backend ask it for input. */
+const inputCapabilities = (declared: Record<string, unknown> | undefined): Record<string, unknown> => {
+  const chosen: Record<string, unknown> = {}
+  for (const name of ["elicitation", "sampling"]) if (isRecord(declared?.[name])) chosen[name] = declared[name]
+  return chosen
+}
+
+/** How many rounds of input one call may ask for before the gateway gives up on it. */
+const MAX_INPUT_ROUNDS = 8
+
+const cannotRelay: JsonRpcErrorObject = {
+  code: ProtocolErrorCode.InternalError,
+  message: "The backend asked for input in a form the gateway cannot relay."
+}
+
+/** Asks the caller every request of an `input_required` result, in turn; their answers by key, or the first error. */
+const askAll = async (
+  requests: unknown,
+  ask: NonNullable<ToolCallRequest["askCaller"]>
+): Promise<{ ok: true; responses: Record<string, unknown> } | { ok: false; error: JsonRpcErrorObject }> => {
+  const responses: Record<string, unknown> = {}
+  if (!isRecord(requests)) return { ok: false, error: cannotRelay }
+  for (const [key, request] of Object.entries(requests)) {
+    if (!isRecord(request) || typeof request["method"] !== "string") return { ok: false, error: cannotRelay }
+    const answer = await ask({ method: request["method"], params: request["params"] ?? {} })
+    if (!answer.ok) return answer
+    responses[key] = answer.result
+  }
+  return { ok: true, responses }
+}
+
+/** `input_required` as the caller gets it: the backend's requests and state, nothing else of its `_meta`. */
+const inputRequiredResult = (result: Record<string, unknown>): Record<string, unknown> | undefined => {
+  const { inputRequests, requestState } = result
+  if (inputRequests !== undefined && !isRecord(inputRequests)) return undefined
+  if (requestState !== undefined && typeof requestState !== "string") return undefined
+  if (inputRequests === undefined && requestState === undefined) return undefined
+  return {
+    resultType: "input_required",
+    ...(inputRequests === undefined ? {} : { inputRequests }),
+    ...(requestState === undefined ? {} : { requestState })
+  }
 }
 
 /** Deeper arguments are refused: no tool needs them, and serializing them again could exhaust the stack. */
@@ -131,6 +200,7 @@ export const ToolCallsLive = Layer.scoped(
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const inFlight = new InFlightCalls()
+    const inputs = new InputRelay()
     const denials = new EventLimiter()
 
     // A permission removed while calls run: each re-decides under the caller's new view.
@@ -170,11 +240,22 @@ export const ToolCallsLive = Layer.scoped(
       const channel = slot.channel
       if (channel === undefined) return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
       const callTimeout = Duration.toMillis(slot.config.timeouts.call)
-      const params =
-        request.arguments === undefined
-          ? { name: tool.original }
-          : { name: tool.original, arguments: request.arguments }
-      const { onProgress, onLog, logLevel } = request
+      const { onProgress, onLog, logLevel, multiRound, askCaller } = request
+      const paramsWith = (input: { inputResponses?: unknown; requestState?: unknown } | undefined) => ({
+        name: tool.original,
+        ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
+        ...(input?.inputResponses === undefined ? {} : { inputResponses: input.inputResponses }),
+        ...(input?.requestState === undefined ? {} : { requestState: input.requestState })
+      })
+      let params = paramsWith(multiRound)
+      // The input the backend may ask for: what the 2026-07-28 caller declared, or — when the gateway
+      // asks a 2025-era caller itself — both kinds (the caller's own capabilities are not known here).
+      const capabilities =
+        askCaller !== undefined
+          ? { elicitation: {}, sampling: {} }
+          : multiRound === undefined
+            ? undefined
+            : inputCapabilities(multiRound.clientCapabilities)
       const send = (over: BackendChannel) =>
         inFlight.track(
           request.view.caller,
@@ -186,7 +267,8 @@ export const ToolCallsLive = Layer.scoped(
               timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
               ...(onProgress === undefined ? {} : { onProgress }),
               ...(onLog === undefined ? {} : { onLog: atLeast(logLevel, onLog) }),
-              ...(logLevel === undefined ? {} : { logLevel })
+              ...(logLevel === undefined ? {} : { logLevel }),
+              ...(capabilities === undefined ? {} : { clientCapabilities: capabilities })
             }),
           stillAllowed(tool, request.arguments)
         )
@@ -201,13 +283,29 @@ export const ToolCallsLive = Layer.scoped(
           return send(next)
         })
       try {
-        const outcome = await sendOnce(channel)
-        if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
-        const result = callResult(outcome.result, namingOf(slot.config))
-        if (result === "input") return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
-        if (result !== undefined) return { _tag: "Result", result }
-        backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
-        return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+        for (let round = 0; ; round++) {
+          const outcome = await sendOnce(slot.channel ?? channel)
+          if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
+          const result = callResult(outcome.result, namingOf(slot.config), multiRound !== undefined)
+          if (result === "input") {
+            // A 2025-era caller is asked by the gateway, which then sends the backend the retry.
+            if (askCaller === undefined || round >= MAX_INPUT_ROUNDS) {
+              return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
+            }
+            const answers = await askAll(outcome.result["inputRequests"], askCaller)
+            if (!answers.ok) return { _tag: "Error", error: answers.error }
+            // Each leg is a call of its own: decided again under the caller's view now.
+            const view = await viewOf(request.view.caller)
+            if (view === undefined || engine.decide(view, tool, request.arguments)._tag !== "Allow") {
+              return withdrawnAnswer
+            }
+            params = paramsWith({ inputResponses: answers.responses, requestState: outcome.result["requestState"] })
+            continue
+          }
+          if (result !== undefined) return { _tag: "Result", result }
+          backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
+          return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
+        }
       } catch (failure) {
         if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (!(failure instanceof ChannelFailure)) throw failure
@@ -249,7 +347,7 @@ export const ToolCallsLive = Layer.scoped(
             forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
           stillAllowed(tool, request.arguments)
         )
-        const exposed = callResult(result as Record<string, unknown>, namingOf(slot.config))
+        const exposed = callResult(result as Record<string, unknown>, namingOf(slot.config), false)
         return exposed === undefined || exposed === "input"
           ? error(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
           : { _tag: "Result", result: exposed }
@@ -266,6 +364,7 @@ export const ToolCallsLive = Layer.scoped(
 
     return {
       inFlight,
+      inputs,
       call: (request) => {
         const tool = backends.index().toolByName.get(request.name)
         if (tool === undefined) return Promise.resolve(unknownTool(request.name))

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http"
-import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
+import { CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { Context } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
@@ -16,9 +16,14 @@ export interface DirectCall {
   readonly name: string
   readonly arguments: Record<string, unknown> | undefined
   readonly progressToken: string | number | undefined
+  /** The retry of a 2026-07-28 multi-round-trip call (docs/mcp.md, "Input requests"). */
+  readonly inputResponses?: Record<string, unknown>
+  readonly requestState?: string
+  /** A 2026-07-28 caller's declared client capabilities (its envelope). */
+  readonly clientCapabilities?: Record<string, unknown> | undefined
 }
 
-const callParams: ReadonlySet<string> = new Set(["name", "arguments"])
+const callParams: ReadonlySet<string> = new Set(["name", "arguments", "inputResponses", "requestState"])
 const mirroredName = (params: Record<string, unknown>) => {
   const name = params["name"]
   // A name that needs the header's Base64 form is left to the SDK, which decodes it.
@@ -33,9 +38,22 @@ export const directToolCall = (
 ): DirectCall | undefined => {
   const request = directRequest(message, headers, "tools/call", callParams, mirroredName, modernRevisions)
   if (request === undefined) return undefined
-  const { name, arguments: args } = request.params
+  const { name, arguments: args, inputResponses, requestState } = request.params
   if (typeof name !== "string" || (args !== undefined && !isRecord(args))) return undefined
-  return { era: request.era, id: request.id, name, arguments: args, progressToken: request.progressToken }
+  // The retry fields belong to 2026-07-28 only, in their own shapes; anything else is the SDK's to answer.
+  if ((inputResponses !== undefined || requestState !== undefined) && request.era !== "modern") return undefined
+  if (inputResponses !== undefined && !isRecord(inputResponses)) return undefined
+  if (requestState !== undefined && typeof requestState !== "string") return undefined
+  return {
+    era: request.era,
+    id: request.id,
+    name,
+    arguments: args,
+    progressToken: request.progressToken,
+    ...(inputResponses === undefined ? {} : { inputResponses }),
+    ...(requestState === undefined ? {} : { requestState }),
+    ...(request.era === "modern" ? { clientCapabilities: capabilitiesOf(request.params) } : {})
+  }
 }
 
 export interface DirectCallContext {
@@ -49,11 +67,17 @@ export interface DirectCallContext {
 
 const serverInfo = { name: "gateway", version }
 
+const tooManyWaiting = {
+  ok: false as const,
+  error: { code: -32603, message: "Too many requests for input are waiting for this caller's answers." }
+}
+
 /** A result as a 2026-07-28 answer carries it: complete, with the gateway's own identity. */
 const stamped = (result: Record<string, unknown>, era: DirectCall["era"]) => {
   if (era === "legacy") return result
   const meta = isRecord(result["_meta"]) ? result["_meta"] : {}
-  return { ...result, resultType: "complete", _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } }
+  const resultType = result["resultType"] ?? "complete"
+  return { ...result, resultType, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } }
 }
 
 /** Calls the tool (ToolCalls) and answers on `reply`; progress the backend reports is streamed first (SSE). */
@@ -71,6 +95,17 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
       ? (message: Record<string, unknown>) =>
           reply.notify({ jsonrpc: "2.0", method: "notifications/message", params: message })
       : undefined
+  // A 2025-era caller on a stream is asked for the input a backend needs on this call's stream.
+  const askCaller =
+    call.era === "legacy"
+      ? (request: { readonly method: string; readonly params: unknown }) =>
+          context.toolCalls.inputs.ask(
+            context.view.caller,
+            request,
+            (message) => reply.request(message),
+            context.signal
+          ) ?? Promise.resolve(tooManyWaiting)
+      : undefined
   const outcome = await context.toolCalls.call({
     view: context.view,
     name: call.name,
@@ -79,9 +114,26 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
     signal: context.signal,
     deadline: context.deadline,
     ...(onProgress === undefined ? {} : { onProgress }),
-    ...(onLog === undefined ? {} : { onLog })
+    // `debug`: the whole log, also from a 2026-07-28 backend, which logs only at a level the request names.
+    ...(onLog === undefined ? {} : { onLog, logLevel: "debug" as const }),
+    ...(askCaller === undefined ? {} : { askCaller }),
+    ...(call.era === "modern"
+      ? {
+          multiRound: {
+            inputResponses: call.inputResponses,
+            requestState: call.requestState,
+            clientCapabilities: call.clientCapabilities
+          }
+        }
+      : {})
   })
   if (outcome._tag === "Cancelled") return
   const body = outcome._tag === "Result" ? { result: stamped(outcome.result, call.era) } : { error: outcome.error }
   reply.message(200, { jsonrpc: "2.0", id: call.id, ...body })
+}
+
+const capabilitiesOf = (params: Record<string, unknown>): Record<string, unknown> | undefined => {
+  const meta = params["_meta"]
+  const declared = isRecord(meta) ? meta[CLIENT_CAPABILITIES_META_KEY] : undefined
+  return isRecord(declared) ? declared : undefined
 }

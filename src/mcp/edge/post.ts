@@ -19,6 +19,7 @@ import {
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
+import { isJsonRpcResponse } from "../calls/input-relay.js"
 import { ToolCalls } from "../calls/tool-calls.js"
 import { Backends } from "../upstream/backends.js"
 import { directToolCall, serveDirectCall } from "./direct-call.js"
@@ -116,7 +117,7 @@ export const McpPostLive = Layer.scoped(
       }
     }
 
-    // Closing the generation cancels its requests (design: "closing the scope cancels request work");
+    // Closing the generation (its scope) cancels its requests;
     // those not yet answered get 503.
     const requests = yield* GenerationRequests
 
@@ -170,6 +171,11 @@ export const McpPostLive = Layer.scoped(
       if (parsed._tag === "Rejected") {
         const { status, code, message } = parsed.rejection
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
+      }
+      // A client's answer to a request for input the gateway sent it (docs/mcp.md, "Input requests").
+      if (isJsonRpcResponse(parsed.message)) {
+        if (toolCalls.inputs.answer(view.caller, parsed.message) === "delivered") return reply.accepted()
+        return reply.message(400, { jsonrpc: "2.0", id: null, error: unmatchedAnswer })
       }
       const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
       const list = directPath ? directToolList(parsed.message, request.headers, modernRevisions) : undefined
@@ -281,3 +287,8 @@ export const McpPostLive = Layer.scoped(
     return { handle }
   })
 )
+
+const unmatchedAnswer = {
+  code: -32600,
+  message: "Invalid Request: this response answers no request the gateway is waiting for."
+}

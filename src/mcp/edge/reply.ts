@@ -82,6 +82,32 @@ export class Reply {
     this.response.write(sseEvent(message))
   }
 
+  /**
+   * A request to the client on this answer's stream (a request for input: docs/mcp.md, "Input requests"),
+   * switching to SSE; unlike a notification it is never dropped. False when the client takes no stream.
+   */
+  request(message: unknown): boolean {
+    if (!this.acceptsStream || this.response.writableEnded) return false
+    if (!this.streaming) {
+      if (this.sent) return false
+      this.streaming = true
+      this.response.writeHead(200, {
+        ...this.headers,
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache"
+      })
+    }
+    this.response.write(sseEvent(message))
+    return true
+  }
+
+  /** `202 Accepted` with no body: a client's answer was taken (a JSON-RPC response it POSTed). */
+  accepted(): void {
+    if (this.sent) return
+    this.response.writeHead(202, this.headers)
+    this.response.end()
+  }
+
   /** Ends an answer that can say nothing more (a stream cut off by a cancellation). */
   end(): void {
     if (!this.response.writableEnded) this.response.end()

@@ -1,6 +1,7 @@
 import type { CallToolResult, CompleteRequest } from "@modelcontextprotocol/client"
 import {
   type AuthInfo,
+  CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
   type McpRequestContext,
   ProtocolError,
@@ -52,10 +53,10 @@ const ambiguous = new ProtocolError(
 )
 
 /**
- * The per-request MCP server (design: "the per-request server factory is where the caller's identity
- * meets policy"). A low-level `Server` whose handlers read the generation's precomputed index through
- * this caller's View: nothing is registered per tool and no schema is compiled per request, and
- * nothing is decided here — every answer asks the View, and `tools/call` goes to ToolCalls.
+ * The per-request MCP server: where the caller's identity meets policy. A low-level `Server` whose
+ * handlers read the generation's precomputed index through this caller's View: nothing is registered
+ * per tool and no schema is compiled per request, and nothing is decided here — every answer asks the
+ * View, and `tools/call` goes to ToolCalls.
  */
 export const makeServerFactory = (deps: FactoryDeps) => {
   return (context: McpRequestContext): Server => {
@@ -123,7 +124,8 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const onProgress = progressOf(ctx)
       // The SDK applies the caller's level (2026-07-28: the request's envelope; 2025: all, no sessions here).
-      const logLevel = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY]
+      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined
+      const logLevel = envelope?.[LOG_LEVEL_META_KEY]
       const outcome = await deps.toolCalls.call({
         view,
         name: request.params.name,
@@ -137,7 +139,19 @@ export const makeServerFactory = (deps: FactoryDeps) => {
             .log(message["level"] as LoggingLevel, message["data"], stringOrUndefined(message["logger"]))
             .catch(() => {})
         },
-        ...(isLoggingLevel(logLevel) ? { logLevel } : {})
+        // A 2025-era caller gets the whole log (`debug`), also from a 2026-07-28 backend, which logs only
+        // at a level the request names.
+        ...(isLoggingLevel(logLevel) ? { logLevel } : context.era === "legacy" ? { logLevel: "debug" as const } : {}),
+        // 2026-07-28: an `input_required` result goes back to the caller, and its retry to the backend.
+        ...(context.era === "modern"
+          ? {
+              multiRound: {
+                inputResponses: ctx.mcpReq.inputResponses,
+                requestState: stringOrUndefined(ctx.mcpReq.requestState()),
+                clientCapabilities: recordOrUndefined(envelope?.[CLIENT_CAPABILITIES_META_KEY])
+              }
+            }
+          : {})
       })
       if (outcome._tag === "Result") return outcome.result as CallToolResult
       if (outcome._tag === "Error")
@@ -256,3 +270,6 @@ const routeCompletion = (
 }
 
 const stringOrUndefined = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+
+const recordOrUndefined = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined

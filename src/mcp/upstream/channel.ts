@@ -68,6 +68,11 @@ export interface CallOptions {
   readonly onLog?: (message: Record<string, unknown>) => void
   /** The caller's log level, sent to a 2026-07-28 backend in the request's envelope. */
   readonly logLevel?: string
+  /**
+   * What the caller can answer (elicitation, sampling), declared to a 2026-07-28 backend in the
+   * request's envelope so it may ask for input; the gateway itself declares nothing.
+   */
+  readonly clientCapabilities?: Record<string, unknown>
 }
 
 export interface BackendChannel {
@@ -133,12 +138,12 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     return headers
   }
 
-  const envelope = (session: BackendSession): Record<string, unknown> =>
+  const envelope = (session: BackendSession, capabilities: Record<string, unknown> = {}): Record<string, unknown> =>
     session.era === "modern"
       ? {
           "io.modelcontextprotocol/protocolVersion": session.protocolVersion,
           "io.modelcontextprotocol/clientInfo": settings.clientInfo,
-          "io.modelcontextprotocol/clientCapabilities": {}
+          "io.modelcontextprotocol/clientCapabilities": capabilities
         }
       : {}
 
@@ -160,7 +165,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       if (session === undefined) return reject(new ChannelFailure("failed", "not connected"))
       const id = `gw-${++counter}`
       const meta = {
-        ...envelope(session),
+        ...envelope(session, options.clientCapabilities),
         ...(options.logLevel !== undefined && session.era === "modern" ? { [logLevelKey]: options.logLevel } : {}),
         ...(options.onProgress === undefined ? {} : { progressToken: id })
       }

@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto"
+import type { Caller } from "../../bearer/caller.js"
+import { isRecord } from "../../json.js"
+import type { JsonRpcErrorObject } from "../upstream/channel.js"
+
+/** What a caller answered to a request for input: its result, or its JSON-RPC error. */
+export type InputAnswer =
+  | { readonly ok: true; readonly result: Record<string, unknown> }
+  | { readonly ok: false; readonly error: JsonRpcErrorObject }
+
+/** A request for input sent to a caller with a gateway-minted id, waiting for the caller's answer. */
+interface Waiting {
+  readonly owner: string
+  readonly resolve: (answer: InputAnswer) => void
+}
+
+/** At most this many requests for input wait per caller, and in all (each holds a call open). */
+const perCaller = 16
+const overall = 10_000
+
+/**
+ * Requests for input (sampling, elicitation) the gateway sends a 2025-era caller on its `tools/call`
+ * stream, and the answers that come back as POSTs of their own (docs/mcp.md, "Input requests"). The
+ * gateway keeps no sessions, but it runs as one process: an answer is matched in memory by the id the
+ * gateway minted, and only from the caller (issuer, subject, client, session) the request went to. An
+ * answer that matches nothing is refused.
+ */
+export class InputRelay {
+  private readonly waiting = new Map<string, Waiting>()
+  private readonly counts = new Map<string, number>()
+
+  private ownerOf(caller: Caller): string {
+    return JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? ""])
+  }
+
+  /**
+   * Sends `request` to the caller (through `send`, with the minted id) and waits for its answer, until
+   * `signal` fires. Undefined when too many already wait.
+   */
+  ask(
+    caller: Caller,
+    request: { readonly method: string; readonly params: unknown },
+    send: (message: Record<string, unknown>) => boolean,
+    signal: AbortSignal
+  ): Promise<InputAnswer> | undefined {
+    const owner = this.ownerOf(caller)
+    const count = this.counts.get(owner) ?? 0
+    if (count >= perCaller || this.waiting.size >= overall) return undefined
+    const id = `gateway-input-${randomUUID()}`
+    return new Promise<InputAnswer>((resolve) => {
+      const finish = (answer: InputAnswer) => {
+        if (!this.waiting.delete(id)) return
+        const left = (this.counts.get(owner) ?? 1) - 1
+        if (left === 0) this.counts.delete(owner)
+        else this.counts.set(owner, left)
+        signal.removeEventListener("abort", onAbort)
+        resolve(answer)
+      }
+      const onAbort = () => finish({ ok: false, error: { code: -32800, message: "Request cancelled" } })
+      this.waiting.set(id, { owner, resolve: finish })
+      this.counts.set(owner, count + 1)
+      if (signal.aborted) return onAbort()
+      signal.addEventListener("abort", onAbort, { once: true })
+      const sent = send({ jsonrpc: "2.0", id, method: request.method, params: request.params })
+      if (!sent) {
+        finish({
+          ok: false,
+          error: {
+            code: -32603,
+            message: "The request for input could not be sent: the client does not take a stream."
+          }
+        })
+      }
+    })
+  }
+
+  /** A caller's POSTed JSON-RPC response: delivered to the request it answers, or refused. */
+  answer(caller: Caller, message: Record<string, unknown>): "delivered" | "unknown" {
+    const id = message["id"]
+    const waiting = typeof id === "string" ? this.waiting.get(id) : undefined
+    if (waiting === undefined || waiting.owner !== this.ownerOf(caller)) return "unknown"
+    const { result, error } = message
+    if (isRecord(result)) waiting.resolve({ ok: true, result })
+    else if (isRecord(error) && Number.isInteger(error["code"]) && typeof error["message"] === "string") {
+      waiting.resolve({ ok: false, error: { code: error["code"] as number, message: error["message"].slice(0, 1000) } })
+    } else return "unknown"
+    return "delivered"
+  }
+}
+
+/** A JSON-RPC response (an answer, not a request or notification). */
+export const isJsonRpcResponse = (message: unknown): message is Record<string, unknown> =>
+  isRecord(message) &&
+  message["jsonrpc"] === "2.0" &&
+  !("method" in message) &&
+  "id" in message &&
+  ("result" in message || "error" in message)
