@@ -62,6 +62,9 @@ export const closeIfAnsweredEarly = (request: IncomingMessage, response: ServerR
   // arrived with the headers is already buffered: a declared length fully buffered counts as received.
   const declared = length === undefined ? Number.NaN : Number(length)
   const received = () => request.complete || request.readableLength >= declared
+  // The common case — a small body that came with the headers — needs nothing more: the response is
+  // left as Node made it, without an own writeHead on every response.
+  if (received()) return
   const writeHead = response.writeHead
   response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
     if (!received()) this.shouldKeepAlive = false
