@@ -66,23 +66,26 @@ afterAll(async () => {
   for (const step of cleanup.reverse()) await step()
 })
 
+/** How an MCP client is told to start the bridge (any SDK's stdio transport takes these). */
+const serverParameters = (credentials: string) => ({
+  command: process.execPath,
+  args: [
+    "--import",
+    join(root, "node_modules/tsx/dist/loader.mjs"),
+    join(root, "src/main.ts"),
+    "connect",
+    `${gateway.baseUrl}/mcp`,
+    "--no-browser",
+    "--credentials",
+    credentials
+  ],
+  env: { PATH: process.env["PATH"] ?? "", HOME: gateway.dir },
+  stderr: "pipe" as const
+})
+
 /** The bridge as an MCP client starts it: `gateway connect <url>` with its stderr captured. */
 const bridge = (credentials: string) => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [
-      "--import",
-      join(root, "node_modules/tsx/dist/loader.mjs"),
-      join(root, "src/main.ts"),
-      "connect",
-      `${gateway.baseUrl}/mcp`,
-      "--no-browser",
-      "--credentials",
-      credentials
-    ],
-    env: { PATH: process.env["PATH"] ?? "", HOME: gateway.dir },
-    stderr: "pipe"
-  })
+  const transport = new StdioClientTransport(serverParameters(credentials))
   let stderr = ""
   const waiters = new Set<() => void>()
   transport.stderr?.on("data", (chunk) => {
@@ -191,21 +194,7 @@ describe("gateway connect (stdio bridge)", () => {
     const { Client: ClientV1 } = await import("@modelcontextprotocol/sdk/client/index.js")
     const { StdioClientTransport: StdioV1 } = await import("@modelcontextprotocol/sdk/client/stdio.js")
     const client = new ClientV1({ name: "stdio-test-client-v1", version: "1.0.0" })
-    const transport = new StdioV1({
-      command: process.execPath,
-      args: [
-        "--import",
-        join(root, "node_modules/tsx/dist/loader.mjs"),
-        join(root, "src/main.ts"),
-        "connect",
-        `${gateway.baseUrl}/mcp`,
-        "--no-browser",
-        "--credentials",
-        credentials
-      ],
-      env: { PATH: process.env["PATH"] ?? "", HOME: gateway.dir },
-      stderr: "pipe"
-    })
+    const transport = new StdioV1(serverParameters(credentials))
     let stderr = ""
     transport.stderr?.on("data", (chunk) => {
       stderr += chunk
