@@ -16,6 +16,7 @@ import {
   requestTimedOut,
   shouldLogAccess
 } from "../../http/request-context.js"
+import { isRecord } from "../../json.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
@@ -29,6 +30,7 @@ import { Reply } from "./reply.js"
 import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
 import { McpEndpoint } from "./sdk-endpoint.js"
 import { sdkProfile } from "./sdk-profile.js"
+import { servedVersions, withEveryVersion } from "./versions.js"
 
 /**
  * `POST /mcp`, the data plane's hot path, as a plain Node handler that the generation calls directly
@@ -90,6 +92,7 @@ export const McpPostLive = Layer.scoped(
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
     const directPath = yield* DirectPathEnabled
     const { modernRevisions, modernListTail } = yield* Effect.promise(sdkProfile)
+    const everyVersion = servedVersions(modernRevisions)
     const toolPages = new ToolPages(config.catalog.page_size, modernListTail)
     const originAllowed = originPolicy(config)
     const timedOut = requestTimedOut(config.request_timeout)
@@ -195,7 +198,8 @@ export const McpPostLive = Layer.scoped(
         parsed.message,
         { view, deadline }
       )
-      return reply.web(response)
+      const method = isRecord(parsed.message) ? parsed.message["method"] : undefined
+      return reply.web(await withEveryVersion(method, response, everyVersion))
     }
 
     const log = (level: LogLevel.LogLevel, message: string, annotations: Record<string, unknown>, cause?: unknown) =>
