@@ -91,7 +91,12 @@ describe("which requests take the direct path", () => {
   })
 
   it("a 2026-07-28 retry with inputResponses and requestState does; a 2025-era one, or one of another shape, does not", () => {
-    const retry = { name: "alpha__echo", arguments: {}, inputResponses: { ok: { action: "accept" } }, requestState: "s" }
+    const retry = {
+      name: "alpha__echo",
+      arguments: {},
+      inputResponses: { ok: { action: "accept" } },
+      requestState: "s"
+    }
     expect(directToolCall(call(retry), callHeaders("alpha__echo"), modern)).toMatchObject({
       inputResponses: { ok: { action: "accept" } },
       requestState: "s"
