@@ -1,6 +1,10 @@
 import type { Caller } from "../../bearer/caller.js"
 import type { View } from "../../policy/view.js"
 
+/** One caller, as far as its own requests go: issuer, subject, client and session (a JSON array). */
+export const callerKey = (caller: Caller): string =>
+  JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? ""])
+
 /** Raised by `InFlightCalls.track` when a policy change withdrew the access the call relied on. */
 export class AccessWithdrawn extends Error {
   constructor() {
@@ -34,7 +38,7 @@ export class InFlightCalls {
   private key(caller: Caller, requestId: string | number): string {
     let prefix = this.prefixes.get(caller)
     if (prefix === undefined) {
-      prefix = JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? ""])
+      prefix = callerKey(caller)
       this.prefixes.set(caller, prefix)
     }
     return prefix + JSON.stringify(requestId)

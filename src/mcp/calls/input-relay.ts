@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import type { Caller } from "../../bearer/caller.js"
 import { isRecord } from "../../json.js"
 import type { JsonRpcErrorObject } from "../upstream/channel.js"
+import { callerKey } from "./in-flight.js"
 
 /** What a caller answered to a request for input: its result, or its JSON-RPC error. */
 export type InputAnswer =
@@ -29,10 +30,6 @@ export class InputRelay {
   private readonly waiting = new Map<string, Waiting>()
   private readonly counts = new Map<string, number>()
 
-  private ownerOf(caller: Caller): string {
-    return JSON.stringify([caller.issuer, caller.subject, caller.clientId ?? "", caller.sessionId ?? ""])
-  }
-
   /**
    * Sends `request` to the caller (through `send`, with the minted id) and waits for its answer, until
    * `signal` fires. Undefined when too many already wait.
@@ -43,7 +40,7 @@ export class InputRelay {
     send: (message: Record<string, unknown>) => boolean,
     signal: AbortSignal
   ): Promise<InputAnswer> | undefined {
-    const owner = this.ownerOf(caller)
+    const owner = callerKey(caller)
     const count = this.counts.get(owner) ?? 0
     if (count >= perCaller || this.waiting.size >= overall) return undefined
     const id = `gateway-input-${randomUUID()}`
@@ -78,7 +75,7 @@ export class InputRelay {
   answer(caller: Caller, message: Record<string, unknown>): "delivered" | "unknown" {
     const id = message["id"]
     const waiting = typeof id === "string" ? this.waiting.get(id) : undefined
-    if (waiting === undefined || waiting.owner !== this.ownerOf(caller)) return "unknown"
+    if (waiting === undefined || waiting.owner !== callerKey(caller)) return "unknown"
     const { result, error } = message
     if (isRecord(result)) waiting.resolve({ ok: true, result })
     else if (isRecord(error) && Number.isInteger(error["code"]) && typeof error["message"] === "string") {

@@ -69,24 +69,12 @@ export class Reply {
    * or while the client reads slower than notifications come (progress is lossy by nature; the result is not).
    */
   notify(message: unknown): void {
-    if (!this.acceptsStream || this.response.writableEnded || this.response.writableNeedDrain) return
-    if (!this.streaming) {
-      if (this.sent) return
-      this.streaming = true
-      this.response.writeHead(200, {
-        ...this.headers,
-        "content-type": "text/event-stream",
-        "cache-control": "no-cache"
-      })
-    }
-    this.response.write(sseEvent(message))
+    if (this.response.writableNeedDrain) return
+    this.toStream(message)
   }
 
-  /**
-   * A request to the client on this answer's stream (a request for input: docs/mcp.md, "Input requests"),
-   * switching to SSE; unlike a notification it is never dropped. False when the client takes no stream.
-   */
-  request(message: unknown): boolean {
+  /** Writes `message` as an SSE event, opening the stream first; false when the client takes no stream. */
+  private toStream(message: unknown): boolean {
     if (!this.acceptsStream || this.response.writableEnded) return false
     if (!this.streaming) {
       if (this.sent) return false
@@ -99,6 +87,14 @@ export class Reply {
     }
     this.response.write(sseEvent(message))
     return true
+  }
+
+  /**
+   * A request to the client on this answer's stream (a request for input: docs/mcp.md, "Input requests"),
+   * switching to SSE; unlike a notification it is never dropped. False when the client takes no stream.
+   */
+  request(message: unknown): boolean {
+    return this.toStream(message)
   }
 
   /** `202 Accepted` with no body: a client's answer was taken (a JSON-RPC response it POSTed). */

@@ -11,6 +11,7 @@ import {
   type ServerContext
 } from "@modelcontextprotocol/server"
 import type { Context } from "effect"
+import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
 import { version } from "../../version.js"
 import { AccessWithdrawn } from "../calls/in-flight.js"
@@ -148,7 +149,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
               multiRound: {
                 inputResponses: ctx.mcpReq.inputResponses,
                 requestState: stringOrUndefined(ctx.mcpReq.requestState()),
-                clientCapabilities: recordOrUndefined(envelope?.[CLIENT_CAPABILITIES_META_KEY])
+                clientCapabilities: declaredCapabilities(envelope)
               }
             }
           : {})
@@ -271,5 +272,7 @@ const routeCompletion = (
 
 const stringOrUndefined = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
-const recordOrUndefined = (value: unknown): Record<string, unknown> | undefined =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+const declaredCapabilities = (envelope: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
+  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY]
+  return isRecord(declared) ? declared : undefined
+}
