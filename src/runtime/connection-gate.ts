@@ -4,22 +4,28 @@ import type { Socket } from "node:net"
 /** Connections kept above `server.max_connections` for health probes (docs/operations.md, "Connections"). */
 export const PROBE_HEADROOM = 64
 /** How long a connection in the headroom may take to ask for `/healthz` or `/readyz`. */
-const PROBE_WINDOW_MS = 1_000
+export const PROBE_WINDOW_MS = 1_000
 
 /**
  * Bounds a listener's open connections (`server.max_connections`) without locking out its health
  * probes. Up to the maximum every connection is served. Above it, up to `PROBE_HEADROOM` more are
- * accepted for probes only: any other request there is answered 503 and closed, a connection that
- * asks nothing within a second is closed, and when the headroom is full the oldest connection in it
- * makes room for the newest — a probe asks at once, so a flood of idle or slow connections cannot
- * keep `/healthz` and `/readyz` from answering, and the process never runs out of descriptors.
+ * accepted for probes only: any other request there is answered 503 and closed, and a connection that
+ * asks nothing within a second is closed. When more than that are open, the surplus is closed once the
+ * bytes already received have been read (a probe's request, which asks at once, is answered by then):
+ * first the oldest connections that have sent part of a request without completing it (slow ones),
+ * then the oldest. A flood of idle or slow connections thus cannot keep `/healthz` and `/readyz` from
+ * answering, and the process never runs out of descriptors.
  */
 export class ConnectionGate {
   private open = 0
   /** Connections admitted into the headroom, oldest first (a Set keeps insertion order). */
   private readonly headroom = new Set<Socket>()
+  private trimming = false
 
-  constructor(public max: number) {}
+  constructor(
+    public max: number,
+    private readonly probeWindowMs = PROBE_WINDOW_MS
+  ) {}
 
   get openConnections(): number {
     return this.open
@@ -33,13 +39,24 @@ export class ConnectionGate {
     })
     if (this.open <= this.max) return
     this.headroom.add(socket)
-    socket.setTimeout(PROBE_WINDOW_MS, () => socket.destroy())
-    if (this.headroom.size > PROBE_HEADROOM) {
-      const oldest = this.headroom.values().next().value
-      if (oldest !== undefined) {
-        this.headroom.delete(oldest)
-        oldest.destroy()
-      }
+    socket.setTimeout(this.probeWindowMs, () => socket.destroy())
+    if (this.headroom.size > PROBE_HEADROOM && !this.trimming) {
+      // After this turn's I/O: a probe accepted in the same burst has had its request read and answered.
+      this.trimming = true
+      setImmediate(() => this.trim())
+    }
+  }
+
+  private trim(): void {
+    this.trimming = false
+    let surplus = this.headroom.size - PROBE_HEADROOM
+    if (surplus <= 0) return
+    const slow = [...this.headroom].filter((socket) => socket.bytesRead > 0 && socket.writableLength === 0)
+    const silent = [...this.headroom].filter((socket) => socket.bytesRead === 0)
+    for (const socket of [...slow, ...silent]) {
+      if (surplus-- <= 0) break
+      this.headroom.delete(socket)
+      socket.destroy()
     }
   }
 

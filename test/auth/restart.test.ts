@@ -115,5 +115,6 @@ describe("restart and reload (spawned gateway)", () => {
     // The browser's sign-in is stored too: no sign-in page after the restart.
     const again = await obtainCode(browser, { totp, nowMs: Date.now() })
     expect(again.callback.get("code")).toEqual(expect.any(String))
-  })
+    // Two process starts, init-admin and four password sign-ins (scrypt): as long as its spawned siblings.
+  }, 120_000)
 })
