@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Data, Effect, Option } from "effect"
 import { sha256Hex } from "../crypto/hashing.js"
+import type { UpstreamAttempt } from "../identity/upstream/flow.js"
 import type { AuthorizationRequest } from "./authorize/request.js"
 
 /** Spec Limits: login transactions expire in 5 minutes, single-use authorization codes in 1 minute. */
@@ -19,7 +20,7 @@ export const MAX_CODES = 10_000
 /** A redeemed code is a hash and a session id (~250 bytes): 50,000 (one per sign-in) is ~12 MB at most. */
 export const MAX_REDEEMED_CODES = 50_000
 
-export type LoginStage = "sign_in" | "mfa" | "enroll" | "consent"
+export type LoginStage = "sign_in" | "upstream" | "mfa" | "enroll" | "consent"
 
 /** One browser sign-in in progress, named by a random id in the page URL and bound to the browser. */
 export interface LoginTransaction {
@@ -40,6 +41,8 @@ export interface LoginTransaction {
   readonly authTime?: number
   /** The TOTP secret offered during enrollment, until the person confirms it with a code. */
   readonly enrollSecret?: Uint8Array
+  /** Stage `upstream`: the state, nonce and PKCE verifier of the trip to the identity provider. */
+  readonly upstream?: UpstreamAttempt
 }
 
 /** What an authorization code stands for. */
@@ -94,12 +97,15 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
     const perAddress = new Map<string, number>()
     const codes = new Map<string, CodeEntry>()
     const redeemed = new Map<string, RedeemedCode>()
+    /** The `state` sent to the upstream identity provider → the transaction it belongs to. */
+    const byUpstreamState = new Map<string, string>()
 
     // Every removal goes through here, so the per-address counts stay exact.
     const remove = (id: string) => {
       const transaction = transactions.get(id)
       if (transaction === undefined) return false
       transactions.delete(id)
+      if (transaction.upstream !== undefined) byUpstreamState.delete(transaction.upstream.state)
       const left = (perAddress.get(transaction.address) ?? 1) - 1
       if (left <= 0) perAddress.delete(transaction.address)
       else perAddress.set(transaction.address, left)
@@ -176,8 +182,24 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
     const update = (transaction: LoginTransaction) =>
       Effect.sync(() => {
         const current = transactions.get(transaction.id)
-        if (current !== undefined) transactions.set(transaction.id, { ...transaction, address: current.address })
+        if (current === undefined) return
+        if (current.upstream !== undefined) byUpstreamState.delete(current.upstream.state)
+        if (transaction.upstream !== undefined) byUpstreamState.set(transaction.upstream.state, transaction.id)
+        transactions.set(transaction.id, { ...transaction, address: current.address })
       })
+
+    /**
+     * The transaction waiting for the upstream's answer with this `state`, taken out of the index: a
+     * state is answered once, so a replayed callback finds nothing.
+     */
+    const takeByUpstreamState = Effect.fn("PendingAuthorizations.takeByUpstreamState")(function* (state: string) {
+      const id = byUpstreamState.get(state)
+      if (id === undefined) return Option.none<LoginTransaction>()
+      byUpstreamState.delete(state)
+      const found = yield* find(id)
+      if (Option.isNone(found) || found.value.upstream?.state !== state) return Option.none<LoginTransaction>()
+      return found
+    })
 
     const finish = (id: string) => Effect.sync(() => remove(id))
 
@@ -221,6 +243,6 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
         return entry.replayed === true
       })
 
-    return { start, find, update, finish, issueCode, redeem, attachSession } as const
+    return { start, find, update, takeByUpstreamState, finish, issueCode, redeem, attachSession } as const
   }
 }) {}

@@ -8,6 +8,7 @@ import { consentEndpoint } from "./login/consent.js"
 import { localLoginEndpoint } from "./login/local.js"
 import { enrollEndpoint, mfaEndpoint } from "./login/mfa.js"
 import { signInEndpoint } from "./login/sign-in.js"
+import { upstreamCallbackEndpoint, upstreamStartEndpoint } from "./login/upstream.js"
 import { metadataEndpoint } from "./metadata.js"
 import { grantsEndpoint, revokeGrantEndpoint } from "./portal.js"
 import { tokenEndpoint } from "./token/endpoint.js"
@@ -20,6 +21,8 @@ export const ssoPaths = {
   authorize: "/sso/authorize",
   token: "/sso/token",
   localLogin: "/sso/login/local",
+  upstreamLogin: "/sso/login/upstream",
+  callback: "/sso/callback",
   mfa: "/sso/mfa",
   enroll: "/sso/mfa/enroll",
   consent: "/sso/consent",
@@ -48,6 +51,8 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.get(ssoPaths.authorize, builtinOnly(authorizeEndpoint)),
     HttpRouter.post(ssoPaths.token, builtinOnly(tokenEndpoint)),
     HttpRouter.post(ssoPaths.localLogin, builtinOnly(localLoginEndpoint)),
+    HttpRouter.get(ssoPaths.upstreamLogin, builtinOnly(upstreamStartEndpoint)),
+    HttpRouter.get(ssoPaths.callback, builtinOnly(upstreamCallbackEndpoint)),
     HttpRouter.post(ssoPaths.mfa, builtinOnly(mfaEndpoint)),
     HttpRouter.post(ssoPaths.enroll, builtinOnly(enrollEndpoint)),
     HttpRouter.post(ssoPaths.consent, builtinOnly(consentEndpoint)),
@@ -61,6 +66,8 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.authorize, ["GET"]),
     otherMethods(ssoPaths.token, ["POST"]),
     otherMethods(ssoPaths.localLogin, ["POST"]),
+    otherMethods(ssoPaths.upstreamLogin, ["GET"]),
+    otherMethods(ssoPaths.callback, ["GET"]),
     otherMethods(ssoPaths.mfa, ["POST"]),
     otherMethods(ssoPaths.enroll, ["POST"]),
     otherMethods(ssoPaths.consent, ["POST"]),

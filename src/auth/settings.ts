@@ -15,6 +15,8 @@ export interface AuthSettings {
   readonly consentRequired: boolean
   /** `client_authorization.client_id`: the first-party portal client, which needs no consent. */
   readonly portalClientId: string | undefined
+  /** The enterprise identity provider's host, shown on the sign-in page; undefined without `auth.sso.upstream`. */
+  readonly upstreamHost: string | undefined
 }
 
 export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
@@ -27,7 +29,8 @@ export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
     clients: config.auth.sso.clients,
     scopesSupported: scopesSupported(config),
     consentRequired: config.client_authorization.enabled,
-    portalClientId: config.client_authorization.client_id
+    portalClientId: config.client_authorization.client_id,
+    upstreamHost: config.auth.sso.upstream === undefined ? undefined : new URL(config.auth.sso.upstream.issuer).host
   }
 }
 

@@ -14,11 +14,13 @@ export class JwksFetchFailed extends Data.TaggedError("JwksFetchFailed")<{
 }> {}
 
 export class CaBundleInvalid extends Data.TaggedError("CaBundleInvalid")<{
+  /** The configuration key naming the file (`auth.external.ca_file`, `auth.sso.upstream.ca_file`). */
+  readonly key: string
   readonly file: string
   readonly reason: string
 }> {
   override get message() {
-    return `auth.external.ca_file ${this.file}: ${this.reason}`
+    return `${this.key} ${this.file}: ${this.reason}`
   }
 }
 
@@ -29,21 +31,22 @@ const pemBlocks = (text: string) => text.match(/-----BEGIN CERTIFICATE-----[\s\S
  * private issuer). Read and checked once when the verifier is built, so a wrong path stops the start
  * with a message rather than showing up as an unreachable key set.
  */
-export const readCaBundle = (file: string): Effect.Effect<string, CaBundleInvalid> =>
+export const readCaBundle = (file: string, key = "auth.external.ca_file"): Effect.Effect<string, CaBundleInvalid> =>
   Effect.try({
     try: () => readFileSync(resolve(file), "utf8"),
     catch: (error) =>
-      new CaBundleInvalid({ file, reason: `cannot be read (${error instanceof Error ? error.message : error})` })
+      new CaBundleInvalid({ key, file, reason: `cannot be read (${error instanceof Error ? error.message : error})` })
   }).pipe(
     Effect.flatMap((text) => {
       const blocks = pemBlocks(text)
-      if (blocks.length === 0) return Effect.fail(new CaBundleInvalid({ file, reason: "holds no PEM certificate" }))
+      if (blocks.length === 0)
+        return Effect.fail(new CaBundleInvalid({ key, file, reason: "holds no PEM certificate" }))
       return Effect.try({
         try: () => {
           for (const block of blocks) new X509Certificate(block)
           return blocks.join("\n")
         },
-        catch: () => new CaBundleInvalid({ file, reason: "holds a certificate that cannot be parsed" })
+        catch: () => new CaBundleInvalid({ key, file, reason: "holds a certificate that cannot be parsed" })
       })
     })
   )

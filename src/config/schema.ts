@@ -36,7 +36,9 @@ export const Upstream = Schema.Struct({
   userinfo_url: Schema.optional(Url),
   subject_claim: Schema.optional(NonEmpty),
   success_claim: Schema.optional(NonEmpty),
-  success_value: Schema.optional(Schema.String)
+  success_value: Schema.optional(Schema.String),
+  /** PEM certificates trusted for the upstream's endpoints instead of the system roots (a private CA). */
+  ca_file: Schema.optional(NonEmpty)
 })
 
 export const DownstreamClient = Schema.Struct({

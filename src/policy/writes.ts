@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, FiberRef, HashMap, Option } from "effect"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
-import { GroupRepo, type GroupRow } from "../store/groups.js"
+import { ADMINISTRATORS_GROUP_ID, GroupRepo, type GroupRow } from "../store/groups.js"
 import { MembershipRepo, type MembershipSource } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SessionRepo } from "../store/sessions.js"
@@ -38,6 +38,20 @@ export interface GroupUpdate {
   readonly permissions?: Permissions
   readonly sourceGroups?: ReadonlyArray<string>
 }
+
+/** Who an enterprise sign-in says signed in (src/identity/upstream), keyed by namespace and subject. */
+export interface EnterpriseSignIn {
+  readonly namespace: string
+  readonly subject: string
+  readonly name: string | undefined
+  /** Organization groups and departments by their upstream names (which are their stable ids there). */
+  readonly groups: ReadonlyArray<string>
+  readonly departments: ReadonlyArray<string>
+  /** The subject is in `auth.sso.bootstrap_subjects`. */
+  readonly bootstrap: boolean
+}
+
+const named = (ids: ReadonlyArray<string>) => ids.map((externalId) => ({ externalId, name: externalId }))
 
 /** Memberships per user (docs/management-api.md, "Endpoints"). */
 export const MAX_MEMBERSHIPS = 256
@@ -368,7 +382,68 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
       )
     })
 
-    return { updateUser, createGroup, updateGroup, setUpstreamMemberships } as const
+    /**
+     * An enterprise sign-in (docs/enterprise-sign-in.md, "Identities"): finds the user by namespace and
+     * subject, or creates them — pending, or for a `bootstrap_subjects` entry enabled and in the built-in
+     * Administrators group, at this first creation only — then refreshes the display name and replaces
+     * the upstream-owned memberships with the groups and departments the sign-in asserted. Local status,
+     * roles and direct memberships are never changed here. Answers the user as stored afterwards.
+     */
+    const admitEnterpriseUser = Effect.fn("PolicyWrites.admitEnterpriseUser")(function* (
+      identity: EnterpriseSignIn,
+      at: Date
+    ) {
+      return yield* transaction(
+        Effect.gen(function* () {
+          const found = yield* users.findEnterprise(identity.namespace, identity.subject)
+          const name = identity.name ?? identity.subject
+          let id: string
+          let event: Outcome<unknown>["event"]
+          if (Option.isNone(found)) {
+            id = yield* users.insertEnterprise({
+              namespace: identity.namespace,
+              externalSubject: identity.subject,
+              displayName: name,
+              at
+            })
+            if (identity.bootstrap) {
+              yield* users.setStatus(id, "enabled", at)
+              yield* memberships.replace(id, "direct", [ADMINISTRATORS_GROUP_ID], at)
+            }
+            event = yield* record(undefined, "identity.enterprise_user_created", "user", id, {
+              namespace: identity.namespace,
+              status: identity.bootstrap ? "enabled" : "pending",
+              bootstrap: identity.bootstrap
+            })
+          } else {
+            id = found.value.id
+            yield* users.setDisplayName(id, name, at)
+          }
+          const groupIds = yield* groups.upsertOrganizationGroups(
+            identity.namespace,
+            "group",
+            named(identity.groups),
+            at
+          )
+          const departmentIds = yield* groups.upsertOrganizationGroups(
+            identity.namespace,
+            "department",
+            named(identity.departments),
+            at
+          )
+          yield* memberships.replace(id, "claims", [...groupIds, ...departmentIds], at)
+          yield* users.setUpstreamState(id, { verifiedAt: at })
+          const user = yield* users.findById(id)
+          return {
+            value: Option.getOrThrow(user),
+            change: { users: [id], groups: groupIds.length + departmentIds.length > 0 },
+            ...(event === undefined ? {} : { event })
+          }
+        })
+      )
+    })
+
+    return { updateUser, createGroup, updateGroup, setUpstreamMemberships, admitEnterpriseUser } as const
   })
 }) {}
 

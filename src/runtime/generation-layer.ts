@@ -6,6 +6,7 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/calls/tool-calls.js"
 import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
 import { type GatewayTools, GatewayToolsLive } from "../mcp/catalog/gateway-tools.js"
@@ -57,6 +58,7 @@ export type GenerationServices =
   | McpEndpoint
   | McpPost
   | ToolCalls
+  | UpstreamSignIn
 
 /** Services a test may replace in a generation (e.g. a PolicyEngine fake for tests of the data plane). */
 export interface GenerationOverrides {
@@ -90,5 +92,8 @@ export const generationLayer = (
     Layer.provideMerge(McpEndpointLive),
     Layer.provideMerge(ToolCallsLive)
   )
-  return Layer.mergeAll(endpoint, ReadinessLive).pipe(Layer.provideMerge(core), Layer.provideMerge(config))
+  return Layer.mergeAll(endpoint, ReadinessLive, UpstreamSignInLive).pipe(
+    Layer.provideMerge(core),
+    Layer.provideMerge(config)
+  )
 }

@@ -168,6 +168,12 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
         : ({ _tag: "Stale", revision: current.value.revision } as ConditionalWrite)
     })
 
+    /** The name an upstream reports for an enterprise identity, refreshed at each sign-in. */
+    const setDisplayName = Effect.fn("UserRepo.setDisplayName")(function* (id: string, name: string, at: Date) {
+      yield* sql`UPDATE users SET display_name = ${name}, updated_at = ${toStoredTimestamp(at)}
+        WHERE id = ${id} AND display_name <> ${name}`.pipe(Effect.orDie)
+    })
+
     /** Records the directory's active state and when the upstream memberships were last confirmed. */
     const setUpstreamState = Effect.fn("UserRepo.setUpstreamState")(function* (
       id: string,
@@ -194,6 +200,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       insertEnterprise,
       setStatus,
       updateIfRevision,
+      setDisplayName,
       setUpstreamState
     } as const
   }),

@@ -6,6 +6,7 @@ import { Effect, Layer } from "effect"
 import { ssoRouter } from "../../src/auth/routes.js"
 import { scopesSupported } from "../../src/auth/scopes.js"
 import { Config } from "../../src/config/service.js"
+import { UpstreamSignInLive } from "../../src/identity/upstream/service.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import { configOf, noSecrets } from "../fixtures/config/base.js"
 import { randomConfigKey, withStorage } from "../support/databases.js"
@@ -74,12 +75,14 @@ describe("authorization server metadata", () => {
         ["GET", "/.well-known/oauth-authorization-server/sso"],
         ["GET", "/sso"],
         ["GET", "/sso/authorize?client_id=cli"],
-        ["POST", "/sso/token"]
+        ["POST", "/sso/token"],
+        ["GET", "/sso/callback?state=x&code=y"]
       ] as const) {
         const request = HttpServerRequest.fromWeb(new Request(`https://gw.example.com${path}`, { method }))
         const failure = yield* Effect.flip(
           app.pipe(
             Effect.provideService(HttpServerRequest.HttpServerRequest, request),
+            Effect.provide(UpstreamSignInLive),
             Effect.provideService(Config, loaded),
             Effect.provide(base)
           )

@@ -42,6 +42,10 @@ export interface OAuthGatewayOptions {
   readonly server?: Record<string, unknown>
   /** Collects the gateway's log lines (info and up) instead of keeping it quiet. */
   readonly logs?: LogCapture
+  /** The public listener's port (default: a free one), e.g. to register the upstream callback first. */
+  readonly port?: number
+  /** Environment the configuration is read with (variables named by `*_env` keys). */
+  readonly env?: Record<string, string>
 }
 
 /** The loopback client that obtains Management API tokens (like `gateway-admin` in config/gateway.yaml). */
@@ -77,7 +81,7 @@ export const oauthGateway = (options: OAuthGatewayOptions = {}): Effect.Effect<O
 
 const build = (options: OAuthGatewayOptions) =>
   Effect.gen(function* () {
-    const port = yield* Effect.promise(freePort)
+    const port = options.port ?? (yield* Effect.promise(freePort))
     const adminPort = yield* Effect.promise(freePort)
     const dir = yield* withTempDir
     const storage = yield* withStorage(options.kind ?? "sqlite")
@@ -87,8 +91,12 @@ const build = (options: OAuthGatewayOptions) =>
       server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
       auth: {
         issuer: `${origin}/sso`,
-        sso: { clients: [...defaultClients(origin), adminClient(adminUrl)] },
-        ...options.auth?.(origin)
+        ...options.auth?.(origin),
+        // Keys of `sso` the test gives replace the default's (clients included); the others stay.
+        sso: {
+          clients: [...defaultClients(origin), adminClient(adminUrl)],
+          ...(options.auth?.(origin)["sso"] as object | undefined)
+        }
       },
       storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
       ...options.patch,
@@ -97,7 +105,7 @@ const build = (options: OAuthGatewayOptions) =>
         ...(options.patch?.["admin"] as object | undefined)
       }
     }
-    const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), {})
+    const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), options.env ?? {})
     if (Either.isLeft(parsed)) return yield* Effect.dieMessage(parsed.left.message)
     const loaded = parsed.right
     const key = yield* parseConfigKey(randomBytes(32).toString("base64"))

@@ -22,14 +22,21 @@ const purpose = (form: FormContext) =>
     ? html`<p class="muted">Sign in to manage the applications you allowed.</p>`
     : html`<p class="muted">The application <strong>${form.clientId}</strong> asks you to sign in.</p>`
 
+/** The enterprise identity provider's entry: a link carrying the transaction and its anti-CSRF token. */
+const upstreamEntry = (form: FormContext, host: string | undefined) =>
+  host === undefined
+    ? new Html("")
+    : html`<section aria-label="Your organization"><h2>Your organization</h2>
+<p><a class="button" id="upstream-sign-in" href="/sso/login/upstream?login=${encodeURIComponent(form.login)}&amp;csrf=${encodeURIComponent(form.csrf)}">Sign in with ${host}</a></p></section>`
+
 /**
- * `GET /sso`: the sign-in methods configured. Local accounts today; enterprise methods (OIDC, OAuth2,
- * LDAP) add their entries to this list.
+ * `GET /sso`: the sign-in methods configured: the enterprise identity provider (when
+ * `auth.sso.upstream` is set), then local accounts.
  */
-export const signInPage = (form: FormContext, error?: string, status = 200) =>
+export const signInPage = (form: FormContext, upstreamHost: string | undefined, error?: string, status = 200) =>
   page(
     "Sign in",
-    html`<h1>Sign in to the gateway</h1>${purpose(form)}${errorBox(error)}
+    html`<h1>Sign in to the gateway</h1>${purpose(form)}${errorBox(error)}${upstreamEntry(form, upstreamHost)}
 <section aria-label="Local account"><h2>Local account</h2>
 <form method="post" action="/sso/login/local">${hiddenFields(form)}
 <label for="username">User name</label><input type="text" id="username" name="username" autocomplete="username" required maxlength="256" autofocus>

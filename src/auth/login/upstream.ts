@@ -1,0 +1,162 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Option } from "effect"
+import { Config } from "../../config/service.js"
+import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
+import { securityEvent } from "../../events/security-log.js"
+import type { UpstreamRefused } from "../../identity/upstream/flow.js"
+import { UpstreamSignIn } from "../../identity/upstream/service.js"
+import { PolicyWrites } from "../../policy/writes.js"
+import { OAuthParams } from "../authorize/params.js"
+import { clientAddress } from "../client-address.js"
+import { readBrowserCookie } from "../cookies.js"
+import { seeOther } from "../pages/html.js"
+import { messagePage } from "../pages/message.js"
+import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
+import { type AuthSettings, authSettings } from "../settings.js"
+import { accountAccessRequired, afterAuthentication, clientRedirect } from "./finish.js"
+import { answerPage, PageResponse } from "./page-response.js"
+import { stagePage } from "./sign-in.js"
+import { requireCsrf, requireSameOrigin, requireTransaction } from "./transaction.js"
+
+const queryOf = Effect.map(HttpServerRequest.HttpServerRequest, (request) => new URL(request.url, "http://gateway"))
+
+/** One query parameter given once, or undefined. */
+const single = (url: URL, name: string) => {
+  const found = OAuthParams.fromSearch(url.searchParams).single(name)
+  return found._tag === "Value" ? found.value : undefined
+}
+
+const page = (title: string, text: string, status: number) =>
+  new PageResponse({ response: messagePage(title, text, status) })
+
+/** The security log line of a refused enterprise sign-in (docs/operations.md, "Security events"). */
+const refused = (transaction: LoginTransaction | undefined, reason: string, extra: Record<string, unknown> = {}) =>
+  Effect.gen(function* () {
+    const connection = (yield* UpstreamSignIn).connection
+    yield* securityEvent("auth.upstream_sign_in_refused", {
+      reason,
+      ...extra,
+      provider: connection?.namespace ?? null,
+      client_address: yield* clientAddress,
+      client_id: transaction?.request?.clientId ?? null
+    })
+  })
+
+/**
+ * `GET /sso/login/upstream?login=…&csrf=…`: the "sign in with your organization" link of the sign-in
+ * page. A link (not a form) so that the browser may follow the redirect to the provider, which a form's
+ * CSP `form-action` would stop; it carries the transaction's anti-CSRF token like every form does.
+ */
+export const upstreamStartEndpoint = answerPage(
+  Effect.gen(function* () {
+    const settings = yield* authSettings
+    const upstream = yield* UpstreamSignIn
+    const url = yield* queryOf
+    if (upstream.connection === undefined)
+      return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
+    yield* requireSameOrigin(settings)
+    const transaction = yield* requireTransaction(settings, single(url, "login"))
+    yield* requireCsrf(transaction.csrf, OAuthParams.fromSearch(url.searchParams))
+    if (transaction.stage !== "sign_in" && transaction.stage !== "upstream") {
+      return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
+    }
+    const started = yield* Effect.either(upstream.start())
+    if (started._tag === "Left") {
+      yield* refused(transaction, started.left.reason, { detail: started.left.detail ?? null })
+      return stagePage(
+        settings,
+        transaction,
+        "The identity provider cannot be reached right now. Try again in a moment.",
+        502
+      )
+    }
+    yield* (yield* PendingAuthorizations).update({ ...transaction, stage: "upstream", upstream: started.right.attempt })
+    return seeOther(started.right.url)
+  })
+).pipe(Effect.withSpan("upstreamStartEndpoint"))
+
+/** A refused sign-in ends the transaction: the client hears `access_denied`, a portal sign-in sees a page. */
+const endRefused = (settings: AuthSettings, transaction: LoginTransaction, error: UpstreamRefused) =>
+  Effect.gen(function* () {
+    yield* refused(transaction, error.reason, {
+      ...(error.check === undefined ? {} : { check: error.check }),
+      detail: error.detail ?? null
+    })
+    yield* (yield* PendingAuthorizations).finish(transaction.id)
+    const text =
+      error.reason === "upstream_error"
+        ? "The identity provider did not sign you in."
+        : "The identity provider's answer could not be accepted."
+    return transaction.request === undefined
+      ? messagePage("Sign-in failed", `${text} Start again from the application.`, 403)
+      : clientRedirect(settings, transaction.request, { error: "access_denied", error_description: text })
+  })
+
+/**
+ * `GET /sso/callback`: the upstream's fixed redirect. The `state` finds the sign-in (once: a replayed
+ * callback finds nothing), which must belong to this browser; the upstream's answer is verified
+ * (src/identity/upstream/flow.ts), the person is found or created (pending until an administrator
+ * enables them), and the sign-in continues as for a local account — or ends with `access_denied`,
+ * reason `account_access_required`, for a pending or disabled person.
+ */
+export const upstreamCallbackEndpoint = answerPage(
+  Effect.gen(function* () {
+    const settings = yield* authSettings
+    const upstream = yield* UpstreamSignIn
+    const url = yield* queryOf
+    if (upstream.connection === undefined)
+      return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
+    const state = single(url, "state")
+    const found =
+      state === undefined || state.length > 256
+        ? Option.none<LoginTransaction>()
+        : yield* (yield* PendingAuthorizations).takeByUpstreamState(state)
+    if (Option.isNone(found) || found.value.upstream === undefined) {
+      yield* refused(undefined, "state_unknown")
+      return yield* page(
+        "Sign-in expired",
+        "This sign-in is unknown, was already completed, or is older than 5 minutes. Go back to the application and start again.",
+        400
+      )
+    }
+    const transaction = found.value
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const browser = readBrowserCookie(settings, request.cookies)
+    if (browser === undefined || !constantTimeEqual(sha256Hex(browser), transaction.browserBinding)) {
+      yield* refused(transaction, "browser_mismatch")
+      yield* (yield* PendingAuthorizations).finish(transaction.id)
+      return yield* page(
+        "Sign-in started elsewhere",
+        "This sign-in was started in another browser. Start again here.",
+        400
+      )
+    }
+    const callback = new URL(`${settings.origin}/sso/callback${url.search}`)
+    const verified = yield* Effect.either(upstream.complete(callback, transaction.upstream!))
+    if (verified._tag === "Left") return yield* endRefused(settings, transaction, verified.left)
+    const identity = verified.right
+    const { config } = yield* Config
+    const user = yield* (yield* PolicyWrites).admitEnterpriseUser(
+      {
+        namespace: upstream.connection.namespace,
+        subject: identity.subject,
+        name: identity.name,
+        groups: identity.groups,
+        departments: identity.departments,
+        bootstrap: config.auth.sso.bootstrap_subjects.includes(identity.subject)
+      },
+      new Date(yield* Clock.currentTimeMillis)
+    )
+    if (user.status !== "enabled" || !user.directory_active) {
+      yield* refused(transaction, "account_access_required", {
+        user_id: user.id,
+        status: user.directory_active ? user.status : "directory_inactive"
+      })
+      yield* (yield* PendingAuthorizations).finish(transaction.id)
+      return transaction.request === undefined
+        ? messagePage("Account not enabled", "An administrator must enable this account.", 403)
+        : accountAccessRequired(settings, transaction.request)
+    }
+    return yield* afterAuthentication(settings, transaction, user.id)
+  })
+).pipe(Effect.withSpan("upstreamCallbackEndpoint"))
