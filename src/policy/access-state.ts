@@ -3,10 +3,11 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effec
 import type { Caller } from "../bearer/caller.js"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
-import { ADMINISTRATORS_GROUP_ID, GroupRepo } from "../store/groups.js"
+import { GroupRepo } from "../store/groups.js"
 import { MembershipRepo } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { UserRepo } from "../store/users.js"
+import { createEnterpriseUser, userCreatedFields } from "./enterprise-user.js"
 import { buildGrant, type Grant, type GrantSettings, type GroupIndex, indexGroups } from "./grant.js"
 
 /** How the stored identity of a caller is found (src/policy/identity-key.ts). */
@@ -132,25 +133,11 @@ export const AccessStateLive = Layer.scoped(
           .withTransaction(
             Effect.gen(function* () {
               const version = yield* versions.bump
-              const id = yield* users.insertEnterprise({
-                namespace,
-                externalSubject: subject,
-                displayName: subject,
+              const id = yield* createEnterpriseUser(
+                { users, memberships, audit },
+                { namespace, subject, displayName: subject, bootstrap },
                 at
-              })
-              if (bootstrap) {
-                yield* users.setStatus(id, "enabled", at)
-                yield* memberships.replace(id, "direct", [ADMINISTRATORS_GROUP_ID], at)
-              }
-              yield* audit.insert({
-                at,
-                actorId: undefined,
-                action: "identity.user_created",
-                targetKind: "user",
-                targetId: id,
-                detail: { namespace, external_subject: subject, status: bootstrap ? "enabled" : "pending", bootstrap },
-                requestId: undefined
-              })
+              )
               return { id, version }
             })
           )
@@ -168,13 +155,10 @@ export const AccessStateLive = Layer.scoped(
         // Told like any other write, so the poll does not take this process's own insert for a
         // foreign change and reload everything (one reload per new subject would be a lever for load).
         yield* changed({ users: [created.value.id], version: created.value.version })
-        yield* securityEvent("identity.user_created", {
-          target_kind: "user",
-          target_id: created.value.id,
-          namespace,
-          external_subject: subject,
-          status: bootstrap ? "enabled" : "pending"
-        })
+        yield* securityEvent(
+          "identity.user_created",
+          userCreatedFields(created.value.id, { namespace, subject, displayName: subject, bootstrap })
+        )
         return created.value.id
       })
 

@@ -2,12 +2,13 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, FiberRef, HashMap, Option } from "effect"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
-import { ADMINISTRATORS_GROUP_ID, GroupRepo, type GroupRow } from "../store/groups.js"
+import { GroupRepo, type GroupRow } from "../store/groups.js"
 import { MembershipRepo, type MembershipSource } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SessionRepo } from "../store/sessions.js"
 import { UserRepo, type UserRow, type UserStatus } from "../store/users.js"
 import { AccessState, type PolicyChange } from "./access-state.js"
+import { createEnterpriseUser, userCreatedFields } from "./enterprise-user.js"
 import { keepingLocalAdministrator } from "./last-administrator.js"
 import type { Permissions } from "./permissions.js"
 import { type PolicyRefused, refuse } from "./refusal.js"
@@ -400,21 +401,14 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
           let id: string
           let event: Outcome<unknown>["event"]
           if (Option.isNone(found)) {
-            id = yield* users.insertEnterprise({
+            const created = {
               namespace: identity.namespace,
-              externalSubject: identity.subject,
+              subject: identity.subject,
               displayName: name,
-              at
-            })
-            if (identity.bootstrap) {
-              yield* users.setStatus(id, "enabled", at)
-              yield* memberships.replace(id, "direct", [ADMINISTRATORS_GROUP_ID], at)
-            }
-            event = yield* record(undefined, "identity.enterprise_user_created", "user", id, {
-              namespace: identity.namespace,
-              status: identity.bootstrap ? "enabled" : "pending",
               bootstrap: identity.bootstrap
-            })
+            }
+            id = yield* createEnterpriseUser({ users, memberships, audit }, created, at)
+            event = { name: "identity.user_created", fields: userCreatedFields(id, created) }
           } else {
             id = found.value.id
             yield* users.setDisplayName(id, name, at)

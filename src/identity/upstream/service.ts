@@ -63,8 +63,16 @@ export const UpstreamSignInLive = Layer.effect(
       yield* Ref.set(cached, Option.some({ server: fresh, at: now }))
       return fresh
     })
-    const forgetOnFailure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      Effect.tapError(effect, () => Ref.set(cached, Option.none()))
+    // A failure that may come from stale metadata (moved endpoints, rotated keys) fetches it again next
+    // time; a refused person (tenant, claims) does not, so failed sign-ins cannot make it refetch at will.
+    const forgetOnFailure = <A, R>(effect: Effect.Effect<A, UpstreamRefused, R>) =>
+      Effect.tapError(effect, (error) =>
+        error.reason === "discovery_failed" ||
+        error.reason === "token_request_failed" ||
+        (error.reason === "id_token_invalid" && error.check === "signature")
+          ? Ref.set(cached, Option.none())
+          : Effect.void
+      )
 
     return {
       connection,

@@ -73,6 +73,12 @@ describe("enterprise sign-in through an OpenID Provider", () => {
         expect(logs.events("auth.upstream_sign_in_refused")).toEqual([
           expect.objectContaining({ reason: "account_access_required", status: "pending", client_id: "cli" })
         ])
+        expect(logs.events("identity.user_created")).toEqual([
+          expect.objectContaining({ target_id: stored.user!.id, external_subject: "alice-sub", status: "pending" })
+        ])
+        // Nothing of the upstream's exchange is logged: no code, no token, no client secret.
+        expect(logs.text()).not.toContain(provider.clientSecret)
+        expect(logs.text()).not.toContain(first.callback!.searchParams.get("code")!)
 
         const token = yield* adminToken(gateway)
         const api = managementApi(gateway, token)
