@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process"
 import { Args, Command, Options } from "@effect/cli"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio"
 import { Effect, Option } from "effect"
+import { openBrowser } from "../connect/browser.js"
 import { defaultCredentialsFile } from "../connect/credentials.js"
 import { checkTransport, discover } from "../connect/discovery.js"
 import { relay } from "../connect/relay.js"
@@ -10,23 +10,6 @@ import { TokenSource } from "../connect/token-source.js"
 import { loopbackLogin } from "./loopback-login.js"
 
 const say = (line: string) => process.stderr.write(`gateway connect: ${line}\n`)
-
-/** Opens `url` in the person's browser, best effort: the address is on standard error as well. */
-const openBrowser = (url: string) => {
-  const [command, args] =
-    process.platform === "darwin"
-      ? ["open", [url]]
-      : process.platform === "win32"
-        ? ["cmd", ["/c", "start", '""', url.replaceAll("&", "^&")]]
-        : ["xdg-open", [url]]
-  try {
-    const child = spawn(command, args as Array<string>, { detached: true, stdio: "ignore" })
-    child.on("error", () => {})
-    child.unref()
-  } catch {
-    // No opener here (a server, a container): the person opens the printed address.
-  }
-}
 
 /**
  * `gateway connect <public_url>` (docs/clients.md): a stdio MCP server for clients that speak stdio or
@@ -92,6 +75,7 @@ export const connectCommand = Command.make(
                   issuer: endpoints.issuer,
                   authorizationEndpoint: endpoints.authorizationEndpoint,
                   tokenEndpoint: endpoints.tokenEndpoint,
+                  issParameterSupported: endpoints.issParameterSupported,
                   client: { id: client, redirect_uris: [redirectUrl.href], resources: [endpoints.resource] },
                   resource: endpoints.resource,
                   scope: requested.join(" "),

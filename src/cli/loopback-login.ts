@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net"
 import { Data, Duration, Effect } from "effect"
 import { isLoopbackHost } from "../config/address.js"
 import type { DownstreamClient } from "../config/schema.js"
+import { isPlainAddress } from "../connect/discovery.js"
+import { tokenRequest } from "../connect/token-endpoint.js"
 
 export class LoginFailed extends Data.TaggedError("LoginFailed")<{ readonly message: string }> {}
 
@@ -12,6 +14,11 @@ export interface LoopbackLoginRequest {
   /** From the issuer's metadata when known; default `{issuer}/authorize` and `{issuer}/token`. */
   readonly authorizationEndpoint?: string
   readonly tokenEndpoint?: string
+  /**
+   * The issuer's metadata says its answers name it (`authorization_response_iss_parameter_supported`,
+   * RFC 9207 §3): then an answer without `iss` is refused. Otherwise `iss` is checked when present.
+   */
+  readonly issParameterSupported?: boolean
   readonly client: typeof DownstreamClient.Type
   readonly resource: string
   readonly scope: string
@@ -21,11 +28,15 @@ export interface LoopbackLoginRequest {
   readonly timeout?: Duration.DurationInput
 }
 
+/**
+ * The code exchange's grant, checked (src/connect/token-endpoint.ts); `scope` is the requested one when
+ * the answer names none (RFC 6749 §5.1).
+ */
 export interface TokenResponse {
   readonly access_token: string
   readonly expires_in: number
   readonly scope: string
-  readonly refresh_token?: string
+  readonly refresh_token?: string | undefined
 }
 
 /** The client's first loopback redirect registered without a port: any ephemeral port may be used with it. */
@@ -42,7 +53,9 @@ const page = (title: string, text: string) =>
 /**
  * The OAuth 2.1 authorization-code flow of a native app (RFC 8252): a listener on an ephemeral
  * loopback port, PKCE S256, `state`, the person signing in in their browser through the gateway's own
- * pages, and the code exchanged at the token endpoint. The tokens are returned, never logged.
+ * pages, and the code exchanged at the token endpoint (no redirects, a time and a size limit, the grant
+ * checked). The answer must carry this sign-in's `state`, and name the issuer (`iss`) when present or when
+ * the issuer says it always does. The tokens are returned, never logged.
  */
 export const loopbackLogin = (request: LoopbackLoginRequest) =>
   Effect.scoped(
@@ -79,6 +92,15 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
               return
             }
             const iss = params.get("iss")
+            if (iss === null && request.issParameterSupported === true) {
+              // RFC 9207 §2.4: the issuer always names itself, so an answer without `iss` is not its own.
+              response.writeHead(400, { "content-type": "text/html; charset=utf-8" })
+              response.end(page("Sign-in failed", "The answer did not name its issuer; see the terminal."))
+              refuse(
+                new Error(`the sign-in answer does not name its issuer (iss), which ${request.issuer} always does`)
+              )
+              return
+            }
             if (iss !== null && iss !== request.issuer) {
               // RFC 9207: an answer naming another issuer is a mix-up attempt; its texts are not shown.
               response.writeHead(400, { "content-type": "text/html; charset=utf-8" })
@@ -115,7 +137,11 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
       })) {
         authorize.searchParams.set(name, value)
       }
-      request.onAuthorizationUrl(authorize.toString())
+      // The serialized (WHATWG) address is what is printed and opened; it must be plain (docs/clients.md).
+      if (!isPlainAddress(authorize.href)) {
+        return yield* new LoginFailed({ message: "the sign-in address contains characters an address should not" })
+      }
+      request.onAuthorizationUrl(authorize.href)
       const received = yield* Effect.tryPromise({
         try: () => code,
         catch: (error) => new LoginFailed({ message: error instanceof Error ? error.message : String(error) })
@@ -125,29 +151,24 @@ export const loopbackLogin = (request: LoopbackLoginRequest) =>
           onTimeout: () => new LoginFailed({ message: "the sign-in was not completed in time" })
         })
       )
-      const response = yield* Effect.tryPromise({
+      const answer = yield* Effect.tryPromise({
         try: () =>
-          fetch(request.tokenEndpoint ?? `${request.issuer}/token`, {
-            method: "POST",
-            headers: { "content-type": "application/x-www-form-urlencoded" },
-            body: new URLSearchParams({
-              grant_type: "authorization_code",
-              client_id: request.client.id,
-              code: received,
-              redirect_uri: redirectUri,
-              code_verifier: verifier,
-              resource: request.resource
-            }).toString()
-          }).then(async (answer) => ({
-            status: answer.status,
-            body: (await answer.json()) as Record<string, unknown>
-          })),
-        catch: (error) => new LoginFailed({ message: `the token endpoint did not answer: ${String(error)}` })
+          tokenRequest(request.tokenEndpoint ?? `${request.issuer}/token`, {
+            grant_type: "authorization_code",
+            client_id: request.client.id,
+            code: received,
+            redirect_uri: redirectUri,
+            code_verifier: verifier,
+            resource: request.resource
+          }),
+        catch: (error) => new LoginFailed({ message: error instanceof Error ? error.message : String(error) })
       })
-      if (response.status !== 200 || typeof response.body["access_token"] !== "string") {
-        const reason = response.body["error_description"] ?? response.body["error"] ?? response.status
-        return yield* new LoginFailed({ message: `the gateway refused the code exchange: ${String(reason)}` })
+      if (!answer.granted) {
+        const reason = answer.description ?? answer.error ?? `HTTP ${answer.status}`
+        return yield* new LoginFailed({ message: `the gateway refused the code exchange: ${reason}` })
       }
-      return response.body as unknown as TokenResponse
+      const { access_token, expires_in, refresh_token, scope } = answer.grant
+      const tokens: TokenResponse = { access_token, expires_in, refresh_token, scope: scope ?? request.scope }
+      return tokens
     })
   )

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client"
+import type { JSONRPCMessage, Transport, TransportSendOptions } from "@modelcontextprotocol/client"
 import {
   isInitializeRequest,
   isJSONRPCErrorResponse,
@@ -12,6 +12,8 @@ import { SessionEnded } from "./token-source.js"
 export const SESSION_ENDED_CODE = -32001
 /** JSON-RPC code of the answer to a request the bridge could not deliver for any other reason. */
 export const NOT_DELIVERED_CODE = -32000
+/** JSON-RPC code (internal error) of the answer to a request whose stream the gateway ended without answering. */
+export const NO_ANSWER_CODE = -32603
 
 /** The client's side of the version handshake the relay must tell the HTTP transport about. */
 interface VersionedTransport extends Transport {
@@ -25,7 +27,9 @@ interface VersionedTransport extends Transport {
  * cancellation is passed on and also closes that request's HTTP stream, which is how the 2026-07-28
  * revision cancels (the gateway then cancels the backend call). A request
  * that cannot be delivered is answered with a JSON-RPC error whose message says why and what to do; when
- * the gateway answered with a JSON-RPC error inside an HTTP error, that error is passed on as it is.
+ * the gateway answered with a JSON-RPC error inside an HTTP error, that error is passed on as it is. A
+ * request whose response stream ends without its answer (the gateway restarted, a proxy cut the stream)
+ * is answered with {@link NO_ANSWER_CODE}, so the client never waits for an answer that cannot come.
  * Resolves when the client closes its side.
  */
 export const relay = (client: Transport, gateway: VersionedTransport, say: (line: string) => void): Promise<void> =>
@@ -46,19 +50,28 @@ export const relay = (client: Transport, gateway: VersionedTransport, say: (line
     gateway.onerror = (error) => say(`gateway stream: ${describe(error)}`)
     client.onerror = (error) => say(`client stream: ${describe(error)}`)
     client.onmessage = (message) => {
-      let requestSignal: AbortSignal | undefined
+      let options: TransportSendOptions | undefined
       if (isJSONRPCRequest(message)) {
         if (isInitializeRequest(message)) handshakes.add(message.id)
         const controller = new AbortController()
         inFlight.set(message.id, controller)
-        requestSignal = controller.signal
+        options = {
+          requestSignal: controller.signal,
+          // Fired when the request's stream ends, answered or not; never when the client cancelled it.
+          onRequestStreamEnd: () => {
+            if (inFlight.get(message.id) !== controller) return
+            inFlight.delete(message.id)
+            handshakes.delete(message.id)
+            client.send(unanswered(message.id)).catch(() => {})
+          }
+        }
       }
       const cancelled = cancelledRequest(message)
       if (cancelled !== undefined) {
         inFlight.get(cancelled)?.abort()
         inFlight.delete(cancelled)
       }
-      gateway.send(message, requestSignal === undefined ? undefined : { requestSignal }).catch((error: unknown) => {
+      gateway.send(message, options).catch((error: unknown) => {
         if (!isJSONRPCRequest(message)) {
           say(`a notification could not be delivered: ${describe(error)}`)
           return
@@ -81,6 +94,18 @@ const cancelledRequest = (message: JSONRPCMessage): string | number | undefined 
 }
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+/** The answer to request `id` whose stream the gateway ended before answering it. */
+export const unanswered = (id: string | number): JSONRPCMessage => ({
+  jsonrpc: "2.0",
+  id,
+  error: {
+    code: NO_ANSWER_CODE,
+    message:
+      "The gateway ended the stream without answering the request; it may have run all the same — check before " +
+      "repeating a change."
+  }
+})
 
 /** The answer to request `id` that did not reach the gateway, or the gateway's own JSON-RPC error. */
 export const undelivered = (id: string | number, error: unknown): JSONRPCMessage => {

@@ -1,18 +1,17 @@
 import { Data } from "effect"
-import { type CredentialsError, readCredentials, removeCredentials, writeCredentials } from "./credentials.js"
+import {
+  type CredentialsError,
+  readCredentials,
+  removeCredentials,
+  storedRefreshToken,
+  withCredentialsLock,
+  writeCredentials
+} from "./credentials.js"
 import type { GatewayEndpoints } from "./discovery.js"
+import { type Grant, TokenRequestFailed, tokenRequest } from "./token-endpoint.js"
 
 /** The gateway's session ended (revoked, expired, account disabled): a person must sign in again. */
 export class SessionEnded extends Data.TaggedError("SessionEnded")<{ readonly message: string }> {}
-
-/** A token endpoint answer that is not a grant (the endpoint refused, or did not answer). */
-export class TokenRequestFailed extends Data.TaggedError("TokenRequestFailed")<{ readonly message: string }> {}
-
-export interface Grant {
-  readonly access_token: string
-  readonly expires_in: number
-  readonly refresh_token?: string | undefined
-}
 
 export interface TokenSourceOptions {
   readonly endpoints: GatewayEndpoints
@@ -37,7 +36,9 @@ interface Access {
  * The bridge's tokens for one gateway: an access token in memory, renewed before it expires with the
  * refresh token (rotated and saved at once), and a browser sign-in when there is no usable refresh
  * token. One renewal at a time: concurrent requests wait for the same one, because presenting a
- * rotated refresh token twice would make the gateway revoke the whole session (reuse detection).
+ * rotated refresh token twice would make the gateway revoke the whole session (reuse detection). For the
+ * same reason, bridges sharing the credentials file renew under its lock, each with the refresh token
+ * the file holds then (another bridge may have rotated it).
  */
 export class TokenSource {
   private access: Access | undefined
@@ -86,43 +87,75 @@ export class TokenSource {
   }
 
   private async renewOnce(): Promise<void> {
+    // Another bridge sharing the file may have signed in since this one last looked.
+    this.refreshToken ??= this.readStored()?.refresh_token
     if (this.refreshToken === undefined) return this.accept(await this.options.signIn(this.announce))
-    let grant: Grant
-    try {
-      grant = await this.refresh(this.refreshToken)
-    } catch (error) {
-      if (!(error instanceof SessionEnded)) throw error
-      this.access = undefined
-      this.refreshToken = undefined
-      removeCredentials(this.options.credentialsFile)
-      // Start the new sign-in at once, so its address can go into the answer the client shows.
-      const address = this.startSignIn()
-      throw new SessionEnded({
-        message:
-          `Your gateway session has ended (${error.message}). Sign in again in your browser: ${await address} — ` +
-          "then retry."
-      })
-    }
-    this.accept(grant)
+    const ended = await withCredentialsLock(this.options.credentialsFile, () => this.refreshUnderLock())
+    if (ended === undefined) return
+    this.access = undefined
+    this.refreshToken = undefined
+    // Start the new sign-in at once; its address goes to standard error (and the browser), never into
+    // the answer the client shows, which says only where to look.
+    const failed = await this.startSignIn()
+    throw new SessionEnded({
+      message:
+        failed === undefined
+          ? `Your gateway session has ended (${ended}). Sign in again in your browser: the bridge opens the ` +
+            "sign-in page (unless run with --no-browser) and prints its address on its standard error (the MCP " +
+            "client's log for this server) — then retry."
+          : `Your gateway session has ended (${ended}), and a new sign-in could not start: ${failed}`
+    })
   }
 
-  /** Begins a browser sign-in that later renewals wait for; resolves with its address. */
-  private startSignIn(): Promise<string> {
-    let tellUrl: (url: string) => void = () => {}
-    const url = new Promise<string>((done) => {
-      tellUrl = done
+  /**
+   * Holding the file's lock: renews with the refresh token the file holds now, when it holds one for this
+   * gateway and client (another bridge may have rotated the one this one knew), and saves the new one.
+   * Returns why the session ended when the gateway refused the refresh token for good; the file is then
+   * removed only if it still holds that token.
+   */
+  private async refreshUnderLock(): Promise<string | undefined> {
+    const stored = this.readStored()
+    if (stored !== undefined) this.refreshToken = stored.refresh_token
+    const used = this.refreshToken!
+    let grant: Grant
+    try {
+      grant = await this.refresh(used)
+    } catch (error) {
+      if (!(error instanceof SessionEnded)) throw error
+      if (storedRefreshToken(this.options.credentialsFile) === used) removeCredentials(this.options.credentialsFile)
+      return error.message
+    }
+    this.accept(grant)
+    return undefined
+  }
+
+  private readStored() {
+    return readCredentials(this.options.credentialsFile, {
+      resource: this.options.endpoints.resource,
+      issuer: this.options.endpoints.issuer,
+      clientId: this.options.clientId
+    })
+  }
+
+  /**
+   * Begins a browser sign-in that later renewals wait for. Resolves once its address has been announced
+   * (undefined), or with why it failed before it had one.
+   */
+  private startSignIn(): Promise<string | undefined> {
+    let announced: () => void = () => {}
+    const url = new Promise<undefined>((done) => {
+      announced = () => done(undefined)
     })
     const signIn = this.options.signIn((address) => {
       this.announce(address)
-      tellUrl(address)
+      announced()
     })
     const accepted = signIn.then((grant) => this.accept(grant))
     this.track(accepted)
-    // A sign-in that fails before it has an address still answers the request that started it.
     return Promise.race([
       url,
       accepted.then(
-        () => "(already signed in)",
+        () => undefined,
         (error) => String(error.message ?? error)
       )
     ])
@@ -133,7 +166,7 @@ export class TokenSource {
   }
 
   private accept(grant: Grant): void {
-    const lifetime = Math.max(1, grant.expires_in) * 1000
+    const lifetime = grant.expires_in * 1000
     const margin = Math.min(this.options.refreshMarginSeconds * 1000, lifetime / 2)
     if (grant.refresh_token !== undefined) {
       this.refreshToken = grant.refresh_token
@@ -150,41 +183,18 @@ export class TokenSource {
   }
 
   private async refresh(refreshToken: string): Promise<Grant> {
-    const { status, body } = await tokenRequest(this.options.endpoints.tokenEndpoint, {
+    const answer = await tokenRequest(this.options.endpoints.tokenEndpoint, {
       grant_type: "refresh_token",
       client_id: this.options.clientId,
       refresh_token: refreshToken,
       resource: this.options.endpoints.resource
     })
-    if (status === 200 && typeof body["access_token"] === "string") return body as unknown as Grant
-    const reason = typeof body["error_description"] === "string" ? body["error_description"] : `HTTP ${status}`
+    if (answer.granted) return answer.grant
+    const reason = answer.description ?? `HTTP ${answer.status}`
     // invalid_grant: the session is over for good; anything else may pass (the gateway restarting).
-    if (body["error"] === "invalid_grant") throw new SessionEnded({ message: reason })
+    if (answer.error === "invalid_grant") throw new SessionEnded({ message: reason })
     throw new TokenRequestFailed({ message: `the gateway refused to renew the token: ${reason}` })
   }
 }
 
-/** A form POST to the token endpoint; the answer's JSON (an empty object if it has none). */
-export const tokenRequest = async (
-  endpoint: string,
-  form: Readonly<Record<string, string>>
-): Promise<{ status: number; body: Record<string, unknown> }> => {
-  let response: Response
-  try {
-    response = await fetch(endpoint, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-      body: new URLSearchParams(form).toString(),
-      redirect: "error"
-    })
-  } catch (error) {
-    throw new TokenRequestFailed({ message: `the token endpoint did not answer: ${String(error)}` })
-  }
-  const body: unknown = await response.json().catch(() => ({}))
-  return {
-    status: response.status,
-    body: typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
-  }
-}
-
-export type { CredentialsError }
+export type { CredentialsError, Grant }

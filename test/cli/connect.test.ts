@@ -1,7 +1,8 @@
 /**
  * `gateway connect` end to end (docs/clients.md): MCP SDK clients spawn the real executable as their
  * stdio server; the person signs in with Chromium through the gateway's pages; tools/list and
- * tools/call reach a real backend through a spawned `gateway serve`; a revoked session is answered with a clear message and a new sign-in, after which calls work again;
+ * tools/call reach a real backend through a spawned `gateway serve`; a revoked session is answered with a clear message and a new sign-in, after which calls work again
+ * (the sign-in address, with its state and loopback port, goes to standard error only, never into the answer);
  * and the next run reuses the stored sign-in without a browser (the 1.x SDK client this time).
  */
 import { readFileSync, statSync } from "node:fs"
@@ -179,11 +180,20 @@ describe("gateway connect (stdio bridge)", () => {
       (error: { code?: number; message: string }) => error
     )
     expect(refused?.code).toBe(SESSION_ENDED_CODE)
-    expect(refused?.message).toMatch(
-      /Your gateway session has ended \(The session was revoked; sign in again\.\)\. Sign in again in your browser: http:\/\/127\.0\.0\.1:\d+\/sso\/authorize\?\S+ — then retry\./
+    expect(refused?.message).toContain(
+      "Your gateway session has ended (The session was revoked; sign in again.). Sign in again in your browser: " +
+        "the bridge opens the sign-in page (unless run with --no-browser) and prints its address on its standard " +
+        "error (the MCP client's log for this server) — then retry."
     )
-    // The new sign-in is already under way; once done, the same client carries on.
-    expect(await signInWithChromium(await signInUrl(2))).toContain("You are signed in")
+    // The new sign-in is already under way, its address on standard error only: the answer the client
+    // shows (and may log or hand to a model) carries neither its state nor the loopback port.
+    const secondUrl = new URL(await signInUrl(2))
+    const redirect = new URL(secondUrl.searchParams.get("redirect_uri") ?? "")
+    expect(refused?.message).not.toMatch(/https?:\/\//)
+    expect(refused?.message).not.toContain(secondUrl.searchParams.get("state"))
+    expect(refused?.message).not.toContain(redirect.port)
+    // Once the person has signed in, the same client carries on.
+    expect(await signInWithChromium(secondUrl.href)).toContain("You are signed in")
     expect(noteTitles(await client.callTool({ name: "demo__list_notes", arguments: {} }))).toContain("From the bridge")
     await client.close()
   }, 90_000)

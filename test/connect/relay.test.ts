@@ -2,13 +2,19 @@
  * The bridge's relay (docs/clients.md): every message passes both ways between an MCP client and a
  * Streamable HTTP server — here a real SDK backend, so the relay alone is under test — including
  * progress notifications, cancellation (which closes the request's stream and reaches the server's
- * handler), JSON-RPC errors the server sends inside HTTP errors, and a clear answer when a request
- * cannot be delivered at all.
+ * handler), JSON-RPC errors the server sends inside HTTP errors, a clear answer when a request
+ * cannot be delivered at all, and one when the server ends a request's stream without answering it.
  */
-import { Client, InMemoryTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import {
+  Client,
+  InMemoryTransport,
+  type JSONRPCMessage,
+  StreamableHTTPClientTransport
+} from "@modelcontextprotocol/client"
 import { afterAll, describe, expect, it } from "vitest"
-import { NOT_DELIVERED_CODE, relay } from "../../src/connect/relay.js"
+import { NO_ANSWER_CODE, NOT_DELIVERED_CODE, relay } from "../../src/connect/relay.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
+import { scriptedServer } from "../support/scripted-server.js"
 
 const backends: Array<TestBackend> = []
 afterAll(async () => {
@@ -71,5 +77,52 @@ describe("gateway connect: the relay", () => {
     expect(refused?.code).toBe(NOT_DELIVERED_CODE)
     expect(refused?.message).toMatch(/The gateway bridge could not deliver the request: /)
     await client.close()
+  })
+  it("a request whose stream the server ends without answering is answered with -32603, and only that one", async () => {
+    // Answers `ping` on its stream; for anything else sends a progress notification and ends the stream.
+    const server = await scriptedServer((request, response) => {
+      const message = JSON.parse(request.body) as { id: number; method: string }
+      const event = (body: unknown) => `event: message\ndata: ${JSON.stringify(body)}\n\n`
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      if (message.method === "ping") response.end(event({ jsonrpc: "2.0", id: message.id, result: {} }))
+      else {
+        const progress = { progressToken: message.id, progress: 1 }
+        response.end(event({ jsonrpc: "2.0", method: "notifications/progress", params: progress }))
+      }
+    })
+    try {
+      const [clientSide, bridgeSide] = InMemoryTransport.createLinkedPair()
+      const upstream = new StreamableHTTPClientTransport(new URL(`${server.origin}/mcp`))
+      await upstream.start()
+      const finished = relay(bridgeSide, upstream, () => {})
+      await bridgeSide.start()
+      const received: Array<JSONRPCMessage> = []
+      clientSide.onmessage = (message) => received.push(message)
+      await clientSide.start()
+      const ids = () => received.flatMap((message) => ("id" in message ? [message.id] : []))
+      await clientSide.send({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+      await clientSide.send({ jsonrpc: "2.0", id: 2, method: "ping" })
+      await expect.poll(ids, { timeout: 5_000 }).toEqual(expect.arrayContaining([1, 2]))
+      // A later request's answer comes after any stray second answer to the first two would have.
+      await clientSide.send({ jsonrpc: "2.0", id: 3, method: "ping" })
+      await expect.poll(ids, { timeout: 5_000 }).toContain(3)
+      expect(ids().sort()).toEqual([1, 2, 3])
+      expect(received).toContainEqual({
+        jsonrpc: "2.0",
+        id: 1,
+        error: {
+          code: NO_ANSWER_CODE,
+          message:
+            "The gateway ended the stream without answering the request; it may have run all the same — check " +
+            "before repeating a change."
+        }
+      })
+      expect(received).toContainEqual({ jsonrpc: "2.0", id: 2, result: {} })
+      expect(received).toContainEqual(expect.objectContaining({ method: "notifications/progress" }))
+      await clientSide.close()
+      await finished
+    } finally {
+      await server.close()
+    }
   })
 })

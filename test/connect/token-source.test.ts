@@ -5,30 +5,54 @@
  * concurrent requests, reuse of the stored sign-in by the next run, and a clear answer when the session
  * has been revoked, with a new sign-in already under way.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { loopbackLogin } from "../../src/cli/loopback-login.js"
-import { CredentialsError, defaultCredentialsFile } from "../../src/connect/credentials.js"
+import {
+  CredentialsError,
+  defaultCredentialsFile,
+  LOCK_STALE_MS,
+  writeCredentials
+} from "../../src/connect/credentials.js"
 import { DiscoveryFailed, discover, type GatewayEndpoints } from "../../src/connect/discovery.js"
 import { SessionEnded, TokenSource } from "../../src/connect/token-source.js"
 import { Browser, signIn } from "../support/oauth-client.js"
-import { oauthGateway } from "../support/oauth-gateway.js"
+import { type OAuthGateway, oauthGateway } from "../support/oauth-gateway.js"
 import { admits } from "../support/oauth-session.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
-/** The person at the browser: opens the address, signs in (TOTP at `atMs`), lands on the loopback page. */
-const person = (origin: string, totp: { secret?: Uint8Array }) => async (url: string, atMs: number) => {
-  const browser = new Browser(origin)
-  let last = await browser.follow(await browser.get(url))
-  if (last.status === 200) last = await signIn(browser, last, { totp, nowMs: atMs })
-  const callback = last.headers.get("location")
-  if (callback === null) throw new Error(`no redirect to the bridge: ${last.status}`)
-  return (await fetch(callback)).text()
-}
+/** Discovery, a temporary credentials file, and the person's browser whose sign-ins the test completes. */
+const bridgeSetup = (gateway: OAuthGateway) =>
+  Effect.gen(function* () {
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "gateway-connect-"))),
+      (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+    )
+    const endpoints = yield* promise(() => discover(gateway.mcpUrl))
+    const urls: Array<string> = []
+    return { endpoints, file: join(dir, "credentials.json"), urls, atBrowser: person(gateway.baseUrl, {}) }
+  })
+
+/**
+ * The person at the browser: opens the address, signs in (TOTP at `atMs`), lands on the loopback page
+ * (whose address `tamper` may change first, as an attacker in the middle could).
+ */
+const person =
+  (origin: string, totp: { secret?: Uint8Array }) =>
+  async (url: string, atMs: number, tamper: (callback: URL) => void = () => {}) => {
+    const browser = new Browser(origin)
+    let last = await browser.follow(await browser.get(url))
+    if (last.status === 200) last = await signIn(browser, last, { totp, nowMs: atMs })
+    const location = last.headers.get("location")
+    if (location === null) throw new Error(`no redirect to the bridge: ${last.status}`)
+    const callback = new URL(location)
+    tamper(callback)
+    return (await fetch(callback)).text()
+  }
 
 const source = (
   endpoints: GatewayEndpoints,
@@ -51,6 +75,7 @@ const source = (
           issuer: endpoints.issuer,
           authorizationEndpoint: endpoints.authorizationEndpoint,
           tokenEndpoint: endpoints.tokenEndpoint,
+          issParameterSupported: endpoints.issParameterSupported,
           client: { id: "cli", redirect_uris: ["http://127.0.0.1/callback"], resources: [endpoints.resource] },
           resource: endpoints.resource,
           scope: endpoints.scopes.join(" "),
@@ -81,6 +106,7 @@ describe("gateway connect: sign-in and tokens", () => {
           tokenEndpoint: `${gateway.issuer}/token`
         })
         expect(endpoints.scopes).toContain("offline_access")
+        expect(endpoints.issParameterSupported).toBe(true)
 
         const totp: { secret?: Uint8Array } = {}
         const atBrowser = person(gateway.baseUrl, totp)
@@ -142,9 +168,14 @@ describe("gateway connect: sign-in and tokens", () => {
           )
         )
         expect(ended).toBeInstanceOf(SessionEnded)
-        expect((ended as SessionEnded).message).toMatch(
-          /^Your gateway session has ended \(.+\)\. Sign in again in your browser: http:\/\/127\.0\.0\.1:\d+\/sso\/authorize\?\S+ — then retry\.$/
+        // The answer says where to look; the address itself (with its state and loopback port) is only
+        // printed and opened.
+        expect((ended as SessionEnded).message).toBe(
+          "Your gateway session has ended (The session was revoked; sign in again.). Sign in again in your " +
+            "browser: the bridge opens the sign-in page (unless run with --no-browser) and prints its address on " +
+            "its standard error (the MCP client's log for this server) — then retry."
         )
+        expect(landed).toHaveLength(2)
         expect(() => readFileSync(file)).toThrow()
         // The new sign-in was already under way: the next request waits for it, then carries a new token.
         const again = yield* promise(() => nextRun.token())
@@ -179,6 +210,153 @@ describe("gateway connect: sign-in and tokens", () => {
     })
   )
 
+  it.scopedLive(
+    "two bridges sharing one credentials file renew concurrently, one at a time under its lock, each with the newest refresh token: the session survives",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway()
+        const { endpoints, file, urls, atBrowser } = yield* bridgeSetup(gateway)
+        const clock = { now: Date.now() }
+        const counts = { signIns: 0 }
+        const first = source(endpoints, file, clock, (url) => urls.push(url), counts)
+        const signingIn = first.token()
+        yield* promise(() => expect.poll(() => urls.length).toBe(1))
+        yield* promise(() => atBrowser(urls[0]!, Date.now()))
+        yield* promise(() => signingIn)
+        // A second MCP client of the same person starts its bridge on the same file.
+        const second = source(endpoints, file, clock, (url) => urls.push(url), counts)
+        for (let round = 0; round < 3; round++) {
+          // Both past their renewal point at once, each with several requests waiting.
+          clock.now += 600_000
+          const [fromFirst, fromSecond] = yield* promise(() =>
+            Promise.all([
+              Promise.all(Array.from({ length: 4 }, () => first.token())),
+              Promise.all(Array.from({ length: 4 }, () => second.token()))
+            ])
+          )
+          expect(new Set(fromFirst).size).toBe(1)
+          expect(new Set(fromSecond).size).toBe(1)
+          expect(yield* admits(gateway, fromFirst[0]!)).toBe("admitted")
+          expect(yield* admits(gateway, fromSecond[0]!)).toBe("admitted")
+        }
+        // No refresh token was presented twice: no revocation, no new sign-in, the lock is gone.
+        expect(counts.signIns).toBe(1)
+        expect(urls).toHaveLength(1)
+        expect(existsSync(`${file}.lock`)).toBe(false)
+      })
+  )
+
+  it.scopedLive("a renewal waits while another bridge holds the lock, and takes over a lock left stale", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const { endpoints, file, urls, atBrowser } = yield* bridgeSetup(gateway)
+      const clock = { now: Date.now() }
+      const tokens = source(endpoints, file, clock, (url) => urls.push(url), { signIns: 0 })
+      const signingIn = tokens.token()
+      yield* promise(() => expect.poll(() => urls.length).toBe(1))
+      yield* promise(() => atBrowser(urls[0]!, Date.now()))
+      const first = yield* promise(() => signingIn)
+
+      // Another bridge is renewing (its lock is fresh): this renewal waits for it to finish.
+      writeFileSync(`${file}.lock`, "4242 another bridge\n", { mode: 0o600 })
+      clock.now += 600_000
+      let settled = false
+      const waiting = tokens.token().finally(() => {
+        settled = true
+      })
+      yield* Effect.sleep("400 millis")
+      expect(settled).toBe(false)
+      rmSync(`${file}.lock`)
+      const renewed = yield* promise(() => waiting)
+      expect(renewed).not.toBe(first)
+      expect(yield* admits(gateway, renewed)).toBe("admitted")
+
+      // A lock older than 30 s was left by a bridge that stopped: taken over at once, then removed.
+      writeFileSync(`${file}.lock`, "4243 a bridge that crashed\n", { mode: 0o600 })
+      const longAgo = new Date(Date.now() - LOCK_STALE_MS - 5_000)
+      utimesSync(`${file}.lock`, longAgo, longAgo)
+      clock.now += 600_000
+      const started = Date.now()
+      const again = yield* promise(() => tokens.token())
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(yield* admits(gateway, again)).toBe("admitted")
+      expect(existsSync(`${file}.lock`)).toBe(false)
+    })
+  )
+
+  it.scopedLive(
+    "a refused renewal removes the credentials file only if it still holds the refresh token that was refused",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway()
+        const { endpoints, file, urls, atBrowser } = yield* bridgeSetup(gateway)
+        const tokens = source(endpoints, file, { now: Date.now() }, (url) => urls.push(url), { signIns: 0 })
+        const signingIn = tokens.token()
+        yield* promise(() => expect.poll(() => urls.length).toBe(1))
+        yield* promise(() => atBrowser(urls[0]!, Date.now()))
+        yield* promise(() => signingIn)
+        const ours = (JSON.parse(readFileSync(file, "utf8")) as { refresh_token: string }).refresh_token
+        // The file now holds another sign-in (another client's), and ours is used elsewhere: reuse detection
+        // revokes our session.
+        const another = {
+          version: 1 as const,
+          resource: endpoints.resource,
+          issuer: endpoints.issuer,
+          client_id: "another-client",
+          refresh_token: "another sign-in's refresh token",
+          saved_at: new Date().toISOString()
+        }
+        writeCredentials(file, another)
+        const used = yield* promise(() =>
+          fetch(endpoints.tokenEndpoint, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({ grant_type: "refresh_token", client_id: "cli", refresh_token: ours })
+          })
+        )
+        expect(used.status).toBe(200)
+        const ended = yield* promise(() =>
+          tokens.unauthorized().then(
+            () => undefined,
+            (error: unknown) => error
+          )
+        )
+        expect(ended).toBeInstanceOf(SessionEnded)
+        // Not ours to remove: the other sign-in is still there.
+        expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(another)
+        // The new sign-in carries on as usual.
+        yield* promise(() => expect.poll(() => urls.length).toBe(2))
+        yield* promise(() => atBrowser(urls[1]!, Date.now() + 30_000))
+        expect(yield* admits(gateway, yield* promise(() => tokens.token()))).toBe("admitted")
+      })
+  )
+
+  it.scopedLive("refuses a sign-in answer without iss when the issuer says its answers always name it (RFC 9207)", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const endpoints = yield* promise(() => discover(gateway.mcpUrl))
+      expect(endpoints.issParameterSupported).toBe(true)
+      const landed: Array<Promise<string>> = []
+      const atBrowser = person(gateway.baseUrl, {})
+      const outcome = yield* loopbackLogin({
+        issuer: endpoints.issuer,
+        authorizationEndpoint: endpoints.authorizationEndpoint,
+        tokenEndpoint: endpoints.tokenEndpoint,
+        issParameterSupported: endpoints.issParameterSupported,
+        client: { id: "cli", redirect_uris: ["http://127.0.0.1/callback"], resources: [gateway.mcpUrl] },
+        resource: gateway.mcpUrl,
+        scope: "offline_access",
+        onAuthorizationUrl: (url) => {
+          landed.push(atBrowser(url, Date.now(), (callback) => callback.searchParams.delete("iss")))
+        }
+      }).pipe(Effect.flip)
+      expect(outcome.message).toBe(
+        `the sign-in answer does not name its issuer (iss), which ${gateway.issuer} always does`
+      )
+      expect(yield* promise(() => landed[0]!)).toContain("The answer did not name its issuer")
+    })
+  )
+
   it("refuses a credentials file others can read, like ssh does with private keys", () => {
     const dir = mkdtempSync(join(tmpdir(), "gateway-connect-"))
     try {
@@ -188,7 +366,8 @@ describe("gateway connect: sign-in and tokens", () => {
         issuer: "http://127.0.0.1:1/sso",
         authorizationEndpoint: "http://127.0.0.1:1/sso/authorize",
         tokenEndpoint: "http://127.0.0.1:1/sso/token",
-        scopes: []
+        scopes: [],
+        issParameterSupported: true
       }
       writeFileSync(file, "{}", { mode: 0o600 })
       chmodSync(file, 0o644)
