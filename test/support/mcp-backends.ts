@@ -197,24 +197,31 @@ const lostSessionAnswers: Record<LostSessionAnswer, { code: number; message: str
  * A 2025-era backend with sessions (server SDK 2.x, `WebStandardStreamableHTTPServerTransport` with a
  * session id generator), speaking only `protocolVersion`: requests must carry the session id the
  * `initialize` answer gave, and an unknown session is answered 404, as the Streamable HTTP spec says.
+ * Besides the common tools it has a prompt, `hello` (the gateway forwards prompts through its MCP client).
+ * `refuses`: requests it answers as if it had lost their session while keeping it — a backend that is
+ * up and answers its lists, yet refuses these.
  */
 export const startStatefulBackend = async (
   name: string,
   protocolVersion = "2025-06-18",
-  lostSession: LostSessionAnswer = 404
+  lostSession: LostSessionAnswer = 404,
+  refuses: (message: unknown) => boolean = () => false
 ): Promise<StatefulBackend> => {
   const aborted: Array<string> = []
   const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>()
+  const lost = () =>
+    new Response(JSON.stringify({ jsonrpc: "2.0", id: null, error: lostSessionAnswers[lostSession] }), {
+      status: lostSession,
+      headers: { "content-type": "application/json" }
+    })
   const loopback = await serveLoopback(async (request) => {
     const id = request.headers.get("mcp-session-id")
     if (id !== null) {
       const transport = sessions.get(id)
-      if (transport !== undefined) return transport.handleRequest(request)
-      const error = { jsonrpc: "2.0", id: null, error: lostSessionAnswers[lostSession] }
-      return new Response(JSON.stringify(error), {
-        status: lostSession,
-        headers: { "content-type": "application/json" }
-      })
+      const body = request.method === "POST" ? request.clone().json() : Promise.resolve(undefined)
+      const message: unknown = await body.catch(() => undefined)
+      if (transport !== undefined && !refuses(message)) return transport.handleRequest(request)
+      return lost()
     }
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -225,6 +232,9 @@ export const startStatefulBackend = async (
     })
     const server = new McpServer({ name, version: "1.0.0" }, { supportedProtocolVersions: [protocolVersion] })
     commonTools(server, name)
+    server.registerPrompt("hello", { argsSchema: z.object({ who: z.string() }) }, ({ who }) => ({
+      messages: [{ role: "user", content: { type: "text", text: `Hello ${who}` } }]
+    }))
     await server.connect(transport)
     return transport.handleRequest(request)
   })

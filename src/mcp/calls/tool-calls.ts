@@ -20,6 +20,7 @@ import {
   inputNotRelayed,
   requestTimeoutCode
 } from "../upstream/forward.js"
+import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, tooDeep } from "./depth.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
 import { type InputAnswer, InputRelay } from "./input-relay.js"
 import { atLeast, type LoggingLevel } from "./log-levels.js"
@@ -101,6 +102,10 @@ export const approvalUnavailable = error(
 
 const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdrawn().message)
 
+/** A backend asked for input by a method the gateway does not relay to the caller. */
+const inputNotAsked = (backend: string, method: string) =>
+  `Backend "${backend}" asked for input with "${shortText(method)}", which the gateway does not relay.`
+
 /**
  * A CallToolResult as the caller may get it; for a multi-round-trip request, the `input_required`
  * result when the caller can take one (`multiRound`), else "input"; undefined when it is not a
@@ -138,16 +143,44 @@ const cannotRelay: JsonRpcErrorObject = {
   message: "The backend asked for input in a form the gateway cannot relay."
 }
 
-/** Asks the caller every request of an `input_required` result, in turn; their answers by key, or the first error. */
+/** The request for input each client capability lets a backend make (docs/mcp.md, "Input requests"). */
+const inputMethods: Readonly<Record<string, string>> = {
+  elicitation: "elicitation/create",
+  sampling: "sampling/createMessage",
+  roots: "roots/list"
+}
+
+/** The requests for input a backend told of `declared` capabilities may make of the caller. */
+const askableWith = (declared: Record<string, unknown>): ReadonlySet<string> =>
+  new Set(Object.keys(declared).flatMap((capability) => inputMethods[capability] ?? []))
+
+type Asked =
+  | { readonly ok: true; readonly responses: Record<string, unknown> }
+  | { readonly ok: false; readonly error: JsonRpcErrorObject }
+  /** A request the caller was never said to answer: nothing is asked (docs/mcp.md, "Input requests"). */
+  | { readonly ok: false; readonly refused: string }
+
+/**
+ * Asks the caller every request of an `input_required` result, in turn; their answers by key, or the
+ * first error. Only the requests `askable` names are relayed — those the capabilities declared to the
+ * backend allow; a result asking for anything else is refused whole, before anything is asked.
+ */
 const askAll = async (
   requests: unknown,
+  askable: ReadonlySet<string>,
   ask: NonNullable<ToolCallRequest["askCaller"]>
-): Promise<{ ok: true; responses: Record<string, unknown> } | { ok: false; error: JsonRpcErrorObject }> => {
-  const responses: Record<string, unknown> = {}
+): Promise<Asked> => {
   if (!isRecord(requests)) return { ok: false, error: cannotRelay }
+  const asks: Array<{ readonly key: string; readonly method: string; readonly params: unknown }> = []
   for (const [key, request] of Object.entries(requests)) {
     if (!isRecord(request) || typeof request["method"] !== "string") return { ok: false, error: cannotRelay }
-    const answer = await ask({ method: request["method"], params: request["params"] ?? {} })
+    const method = request["method"]
+    if (!askable.has(method)) return { ok: false, refused: method }
+    asks.push({ key, method, params: request["params"] ?? {} })
+  }
+  const responses: Record<string, unknown> = {}
+  for (const { key, method, params } of asks) {
+    const answer = await ask({ method, params })
     if (!answer.ok) return answer
     responses[key] = answer.result
   }
@@ -167,24 +200,12 @@ const inputRequiredResult = (result: Record<string, unknown>): Record<string, un
   }
 }
 
-/** Deeper arguments are refused: no tool needs them, and serializing them again could exhaust the stack. */
-export const MAX_ARGUMENT_DEPTH = 64
-
-/** True when `value` nests objects or arrays more than `limit` levels deep (iterative: no recursion). */
-const nestsDeeperThan = (value: unknown, limit: number): boolean => {
-  if (value === null || typeof value !== "object") return false
-  const pending: Array<{ readonly node: object; readonly depth: number }> = [{ node: value, depth: 1 }]
-  while (pending.length > 0) {
-    const { node, depth } = pending.pop()!
-    if (depth > limit) return true
-    // Only containers are queued: a large flat array of values costs one pass, no allocation per value.
-    const queue = (child: unknown) => {
-      if (child !== null && typeof child === "object") pending.push({ node: child, depth: depth + 1 })
-    }
-    if (Array.isArray(node)) for (let at = 0; at < node.length; at++) queue(node[at])
-    else for (const key in node) queue((node as Record<string, unknown>)[key])
-  }
-  return false
+/** Which part of the caller's request, passed on to the backend, nests too deep (docs/mcp.md, "Request limits"). */
+const tooDeepPart = (request: ToolCallRequest): string | undefined => {
+  if (nestsDeeperThan(request.arguments, MAX_ARGUMENT_DEPTH)) return "arguments"
+  if (nestsDeeperThan(request.multiRound?.inputResponses, MAX_ARGUMENT_DEPTH)) return "inputResponses"
+  if (nestsDeeperThan(request.multiRound?.clientCapabilities, MAX_ARGUMENT_DEPTH)) return "clientCapabilities"
+  return undefined
 }
 
 const errorOf = (from: JsonRpcErrorObject): JsonRpcErrorObject =>
@@ -226,6 +247,24 @@ export const ToolCallsLive = Layer.scoped(
           tool: tool.original,
           ...(suppressed > 0 ? { suppressed } : {})
         })
+      )
+    }
+
+    // A backend asking a caller for what it was never said to answer: one warning per backend and method
+    // (at most 10 a minute), since any caller's call can make it ask.
+    const inputRefusals = new EventLimiter()
+    const logRefusedInput = (backend: string, method: string) => {
+      const suppressed = inputRefusals.admit(`${backend}|${method}`, Date.now())
+      if (suppressed === undefined) return
+      runFork(
+        Effect.logWarning("backend input request refused").pipe(
+          Effect.annotateLogs({
+            event: "backend.input_refused",
+            backend,
+            method: shortText(method),
+            ...(suppressed > 0 ? { suppressed } : {})
+          })
+        )
       )
     }
 
@@ -273,14 +312,17 @@ export const ToolCallsLive = Layer.scoped(
           stillAllowed(tool, request.arguments)
         )
       // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
-      // a new session the call is sent again, so a backend's restart costs the caller a moment, not an error.
+      // a new session the call is sent again — once — so a backend's restart costs the caller a moment,
+      // not an error. When the worker's probe finds the backend up on its session instead, no new one is
+      // coming: the refusal is answered at once (already reported, so not probed again).
       const sendOnce = (over: BackendChannel) =>
         send(over).catch(async (failure: unknown) => {
           if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
           backends.reportFailure(tool.backend, failure.message)
           const next = await backends.nextChannel(tool.backend, over, request.deadline, request.signal)
-          if (next === undefined) throw failure
-          return send(next)
+          if (next !== undefined) return send(next)
+          if (Date.now() >= request.deadline) throw new ChannelFailure("timeout", "the call's deadline passed")
+          throw new ChannelFailure("failed", failure.message, false)
         })
       try {
         for (let round = 0; ; round++) {
@@ -292,7 +334,11 @@ export const ToolCallsLive = Layer.scoped(
             if (askCaller === undefined || round >= MAX_INPUT_ROUNDS) {
               return error(ProtocolErrorCode.InternalError, inputNotRelayed(backendId))
             }
-            const answers = await askAll(outcome.result["inputRequests"], askCaller)
+            const answers = await askAll(outcome.result["inputRequests"], askableWith(capabilities ?? {}), askCaller)
+            if (!answers.ok && "refused" in answers) {
+              logRefusedInput(backendId, answers.refused)
+              return error(ProtocolErrorCode.InternalError, inputNotAsked(backendId, answers.refused))
+            }
             if (!answers.ok) return { _tag: "Error", error: answers.error }
             // Each leg is a call of its own: decided again under the caller's view now.
             const view = await viewOf(request.view.caller)
@@ -373,10 +419,8 @@ export const ToolCallsLive = Layer.scoped(
           logDenial(request, tool, decision)
           return Promise.resolve(decision._tag === "Deny" ? unknownTool(request.name) : approvalUnavailable)
         }
-        if (nestsDeeperThan(request.arguments, MAX_ARGUMENT_DEPTH)) {
-          const message = `Invalid params: arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`
-          return Promise.resolve(error(ProtocolErrorCode.InvalidParams, message))
-        }
+        const deep = tooDeepPart(request)
+        if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
         if (tool.gateway !== undefined) return tool.gateway.call(request)
         return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
       }

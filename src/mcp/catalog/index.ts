@@ -44,6 +44,10 @@ export interface CatalogIndex {
   readonly paramHeaders: ReadonlyArray<string>
   /** Names and URIs more than one backend exposes (or a backend and the gateway): exposed by no backend. */
   readonly collisions: ReadonlyArray<Collision>
+  /** Resource URIs more than one backend lists, and which backends: refused when a client reads one. */
+  readonly collidedResources: ReadonlyMap<string, ReadonlyArray<number>>
+  /** Templates more than one backend lists: not listed, but still claim the URIs they match (routeUri). */
+  readonly collidedTemplates: ReadonlyArray<Entry<ResourceTemplate>>
 }
 
 export interface Collision {
@@ -124,13 +128,20 @@ export const buildIndex = (
   })
   const collisions: Array<Collision> = []
   const idOf = (backend: number) => (backend === GATEWAY_BACKEND ? "gateway" : (sources[backend]?.config.id ?? "?"))
+  const dropped = { resources: [] as Array<Entry<Resource>>, templates: [] as Array<Entry<ResourceTemplate>> }
   tools = withoutCollisions(tools, "tool", idOf, collisions)
   prompts = withoutCollisions(prompts, "prompt", idOf, collisions)
-  resources = withoutCollisions(resources, "resource", idOf, collisions)
-  templates = withoutCollisions(templates, "resource template", idOf, collisions)
+  resources = withoutCollisions(resources, "resource", idOf, collisions, dropped.resources)
+  templates = withoutCollisions(templates, "resource template", idOf, collisions, dropped.templates)
   for (const list of [tools, prompts, resources, templates]) list.sort(byKey)
+  const collidedResources = new Map<string, Array<number>>()
+  for (const { key, backend } of dropped.resources) {
+    collidedResources.set(key, [...(collidedResources.get(key) ?? []), backend])
+  }
   return {
     collisions,
+    collidedResources,
+    collidedTemplates: dropped.templates,
     backends: sources.map((source) => source.config),
     tools,
     toolByName: indexBy(tools),
@@ -154,7 +165,9 @@ const withoutCollisions = <T extends { readonly key: string; readonly backend: n
   entries: Array<T>,
   kind: Collision["kind"],
   idOf: (backend: number) => string,
-  collisions: Array<Collision>
+  collisions: Array<Collision>,
+  /** Receives the entries left out. */
+  left: Array<T> = []
 ): Array<T> => {
   const owners = new Map<string, Set<number>>()
   for (const entry of entries) {
@@ -169,40 +182,66 @@ const withoutCollisions = <T extends { readonly key: string; readonly backend: n
     collisions.push({ kind, key, backends: [...backends].map(idOf).sort() })
   }
   if (dropped.size === 0) return entries
-  return entries.filter((entry) => !dropped.has(entry.key) || entry.backend === GATEWAY_BACKEND)
+  return entries.filter((entry) => {
+    const kept = !dropped.has(entry.key) || entry.backend === GATEWAY_BACKEND
+    if (!kept) left.push(entry)
+    return kept
+  })
 }
 
+/** Where a resource URI a client sent goes: one backend, several (refused), or none (not found). */
+export type UriRoute =
+  | { readonly _tag: "Backend"; readonly backend: number; readonly original: string }
+  | { readonly _tag: "Collision" }
+  | { readonly _tag: "None" }
+
+const none: UriRoute = { _tag: "None" }
+const collision: UriRoute = { _tag: "Collision" }
+
 /**
- * The backend a resource URI a client sent belongs to, and the URI as that backend knows it: a
- * `gateway://<id>/…` URI of a backend with gateway URIs; otherwise, for backends exposing their original
- * URIs, a listed resource, then the template whose literal start matches most of the URI (two backends
- * matching equally: none), then the only such backend if there is one.
+ * The backend a resource URI a client sent belongs to, and the URI as that backend knows it, among the
+ * backends the caller may read (`readable`: the caller's view) — a backend it may not read is never
+ * chosen, nor lets another win. A URI more than one backend lists (a `catalog.name_collision`) goes to
+ * none: a Collision when the caller may read one of them, else None (it is shown none of them). A
+ * `gateway://<id>/…` URI of a backend with gateway URIs goes to that backend. For backends exposing
+ * their original URIs:
+ * - a listed resource goes to its backend;
+ * - else the template whose literal start matches most of the URI (templates more than one backend
+ *   lists take part too, so a less specific one cannot take their URIs); two backends matching equally:
+ *   None;
+ * - else the only such backend, if there is one.
  */
-export const routeUri = (
-  index: CatalogIndex,
-  uri: string
-): { readonly backend: number; readonly original: string } | undefined => {
+export const routeUri = (index: CatalogIndex, uri: string, readable: (backend: number) => boolean): UriRoute => {
+  const publishers = index.collidedResources.get(uri)
+  if (publishers !== undefined) return publishers.some(readable) ? collision : none
   const parsed = parseExposedUri(uri)
   if (parsed !== undefined) {
     const backend = index.backends.findIndex((config) => config.id === parsed.backendId)
     const config = index.backends[backend]
-    if (config !== undefined && !namingOf(config).originalUris) return { backend, original: parsed.original }
+    if (config !== undefined && !namingOf(config).originalUris) {
+      return readable(backend) ? { _tag: "Backend", backend, original: parsed.original } : none
+    }
+  }
+  const originalUris = (backend: number) => {
+    const config = index.backends[backend]
+    return config !== undefined && namingOf(config).originalUris && readable(backend)
   }
   const listed = index.resourceByUri.get(uri)
-  if (listed !== undefined && index.backends[listed.backend] !== undefined) {
-    if (namingOf(index.backends[listed.backend]!).originalUris) return { backend: listed.backend, original: uri }
+  if (listed !== undefined && originalUris(listed.backend)) {
+    return { _tag: "Backend", backend: listed.backend, original: uri }
   }
   let best: { backend: number; length: number; tie: boolean } | undefined
-  for (const template of index.templates) {
-    const config = index.backends[template.backend]
-    if (config === undefined || !namingOf(config).originalUris) continue
-    const literal = template.key.split("{", 1)[0]!
-    if (literal === "" || !uri.startsWith(literal)) continue
-    if (best === undefined || literal.length > best.length)
-      best = { backend: template.backend, length: literal.length, tie: false }
-    else if (literal.length === best.length && template.backend !== best.backend) best.tie = true
+  for (const templates of [index.templates, index.collidedTemplates]) {
+    for (const template of templates) {
+      if (!originalUris(template.backend)) continue
+      const literal = template.key.split("{", 1)[0]!
+      if (literal === "" || !uri.startsWith(literal)) continue
+      if (best === undefined || literal.length > best.length)
+        best = { backend: template.backend, length: literal.length, tie: false }
+      else if (literal.length === best.length && template.backend !== best.backend) best.tie = true
+    }
   }
-  if (best !== undefined) return best.tie ? undefined : { backend: best.backend, original: uri }
-  const original = index.backends.flatMap((config, backend) => (namingOf(config).originalUris ? [backend] : []))
-  return original.length === 1 ? { backend: original[0]!, original: uri } : undefined
+  if (best !== undefined) return best.tie ? none : { _tag: "Backend", backend: best.backend, original: uri }
+  const original = index.backends.flatMap((_, backend) => (originalUris(backend) ? [backend] : []))
+  return original.length === 1 ? { _tag: "Backend", backend: original[0]!, original: uri } : none
 }

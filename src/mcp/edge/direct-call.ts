@@ -103,7 +103,8 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
             context.view.caller,
             request,
             (message) => reply.request(message),
-            context.signal
+            context.signal,
+            context.deadline
           ) ?? Promise.resolve(tooManyWaiting)
       : undefined
   const outcome = await context.toolCalls.call({

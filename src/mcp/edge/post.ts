@@ -20,7 +20,7 @@ import { isRecord } from "../../json.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
-import { isJsonRpcResponse } from "../calls/input-relay.js"
+import { answerTooDeep, isJsonRpcResponse } from "../calls/input-relay.js"
 import { ToolCalls } from "../calls/tool-calls.js"
 import { Backends } from "../upstream/backends.js"
 import { directToolCall, serveDirectCall } from "./direct-call.js"
@@ -177,8 +177,10 @@ export const McpPostLive = Layer.scoped(
       }
       // A client's answer to a request for input the gateway sent it (docs/mcp.md, "Input requests").
       if (isJsonRpcResponse(parsed.message)) {
-        if (toolCalls.inputs.answer(view.caller, parsed.message) === "delivered") return reply.accepted()
-        return reply.message(400, { jsonrpc: "2.0", id: null, error: unmatchedAnswer })
+        const taken = toolCalls.inputs.answer(view.caller, parsed.message)
+        if (taken === "delivered") return reply.accepted()
+        const error = taken === "too deep" ? answerTooDeep : unmatchedAnswer
+        return reply.message(400, { jsonrpc: "2.0", id: null, error })
       }
       const deadline = started + Math.max(1, requestTimeoutMs - deadlineMargin)
       const list = directPath ? directToolList(parsed.message, request.headers, modernRevisions) : undefined

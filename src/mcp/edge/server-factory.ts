@@ -48,6 +48,11 @@ const unknown = (what: string, key: string) =>
   new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${shortText(key)}`)
 const notFound = (uri: string) =>
   new ProtocolError(ProtocolErrorCode.ResourceNotFound, `Resource not found: ${shortText(uri)}`)
+const published = (uri: string) =>
+  new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `Resource URI published by more than one backend, so the gateway reads it from none: ${shortText(uri)}`
+  )
 const ambiguous = new ProtocolError(
   ProtocolErrorCode.InvalidParams,
   "Invalid params for resources/read: the URI has dot segments, backslashes, encoded dots or slashes, or control characters"
@@ -211,19 +216,19 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       }
     })
     server.setRequestHandler("resources/read", async (request, ctx) => {
-      // Template-expanded URIs are not listed: any URI under a visible backend's prefix goes to that backend.
-      const parsed = routeUri(index, request.params.uri)
+      // Template-expanded URIs are not listed: any URI under a readable backend's prefix goes to that
+      // backend; only backends this caller may read are considered, and a URI several publish goes nowhere.
+      const route = routeUri(index, request.params.uri, (backend) => view.readsResources(backend))
+      if (route._tag === "Collision") throw published(request.params.uri)
+      if (route._tag === "None") throw notFound(request.params.uri)
       // Never forwarded: a backend might resolve `..` against something the caller was not meant to reach.
-      if (parsed !== undefined && isAmbiguousUri(parsed.original)) throw ambiguous
-      const backend = parsed?.backend
-      if (parsed === undefined || backend === undefined || !view.readsResources(backend)) {
-        throw notFound(request.params.uri)
-      }
+      if (isAmbiguousUri(route.original)) throw ambiguous
+      const { backend } = route
       const result = await forward(
         backend,
         ctx,
         (next) => next.readsResources(backend),
-        (client, options) => client.readResource({ uri: parsed.original }, { ...options, cacheMode: "bypass" })
+        (client, options) => client.readResource({ uri: route.original }, { ...options, cacheMode: "bypass" })
       )
       const naming = namingOf(deps.slots[backend]!.config)
       return withoutReservedMeta({
@@ -233,7 +238,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
     })
     if (completions) {
       server.setRequestHandler("completion/complete", async (request, ctx) => {
-        const routed = routeCompletion(request.params.ref, index)
+        const routed = routeCompletion(request.params.ref, index, view)
         if (routed === undefined || !routed.allowed(view) || !index.completions[routed.backend]) {
           return { completion: { values: [] } }
         }
@@ -255,7 +260,8 @@ type CompletionRef = CompleteRequest["params"]["ref"]
 /** Where a completion goes, and the permission it needs: the prompt itself, or reading the backend's resources. */
 const routeCompletion = (
   ref: CompletionRef,
-  index: CatalogIndex
+  index: CatalogIndex,
+  view: View
 ): { readonly backend: number; readonly ref: CompletionRef; readonly allowed: (view: View) => boolean } | undefined => {
   if (ref.type === "ref/prompt") {
     const entry = index.promptByName.get(ref.name)
@@ -263,11 +269,10 @@ const routeCompletion = (
       ? undefined
       : { backend: entry.backend, ref: { ...ref, name: entry.original }, allowed: (view) => view.seesPrompt(entry) }
   }
-  const parsed = routeUri(index, ref.uri)
-  const backend = parsed?.backend
-  return parsed === undefined || backend === undefined || isAmbiguousUri(parsed.original)
-    ? undefined
-    : { backend, ref: { ...ref, uri: parsed.original }, allowed: (view) => view.readsResources(backend) }
+  const route = routeUri(index, ref.uri, (backend) => view.readsResources(backend))
+  if (route._tag !== "Backend" || isAmbiguousUri(route.original)) return undefined
+  const { backend } = route
+  return { backend, ref: { ...ref, uri: route.original }, allowed: (next) => next.readsResources(backend) }
 }
 
 const stringOrUndefined = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)

@@ -35,6 +35,13 @@ export const backendRequestAuth = (backend: BackendConfig, now: () => number): B
   return { headers, tokens: undefined }
 }
 
+/**
+ * Whether the gateway can renew the backend's credentials (OAuth client credentials): only then is a
+ * request refused with 401 sent again with a fresh token, and only then can a second 401 mean a lost
+ * session (src/mcp/upstream/lost-session.ts). The same test as a TokenSource with `invalidate`.
+ */
+export const renewsCredentials = (backend: BackendConfig): boolean => backend.oauth !== undefined
+
 /** The same token source as the MCP client SDK's transport wants it. */
 export const asAuthProvider = (tokens: TokenSource): AuthProvider => {
   const invalidate = tokens.invalidate

@@ -43,7 +43,10 @@ export class Backends extends Context.Tag("gateway/Backends")<
     readonly reportFailure: (backend: number, reason: string) => void
     /**
      * The channel of the backend's next connection, once the worker has made one after `previous`
-     * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first.
+     * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first — or as soon
+     * as a probe the worker starts after this call finds the backend answering on its connection (it
+     * is up and kept its session: the refusal was not a lost session, and no new connection is coming).
+     * Call it right after `reportFailure`, which asks for that probe.
      */
     readonly nextChannel: (
       backend: number,
@@ -79,8 +82,13 @@ export const BackendsLive = Layer.scoped(
     }))
     const wakeups = yield* Effect.forEach(slots, () => Queue.sliding<Wakeup>(1))
     const listeners = new Set<() => void>()
-    /** Per backend: calls waiting for its next connection (`nextChannel`), told when one attaches. */
-    const channelWaiters = slots.map(() => new Set<() => void>())
+    /**
+     * Per backend: calls waiting for its next connection (`nextChannel`), told when one attaches and
+     * when a probe finds the backend up on its connection (with the probe's number).
+     */
+    const channelWaiters = slots.map(() => new Set<(probe?: number) => void>())
+    /** Per backend: how many probes (catalog refetches of a connected backend) the worker has started. */
+    const probesStarted = slots.map(() => 0)
     let index = buildIndex([], gatewayTools)
     const runSync = Runtime.runSync(yield* Effect.runtime<never>())
     // Each collision is logged when it appears (and again if it reappears after being resolved).
@@ -220,10 +228,16 @@ export const BackendsLive = Layer.scoped(
               })
             )
           )
+          const probe = (probesStarted[at] ?? 0) + 1
+          probesStarted[at] = probe
           const outcome = yield* Effect.either(check)
           if (Either.isLeft(outcome)) yield* disconnect(slot, `${reason}: ${outcome.left.reason}`)
-          // Failed calls can come in a stream; one probe a second is enough to notice a dead backend.
-          else if (reason === "failed") yield* Effect.sleep(probeSpacing)
+          else {
+            // Up on its connection: calls waiting for a new one stop waiting.
+            for (const wake of channelWaiters[at] ?? []) wake(probe)
+            // Failed calls can come in a stream; one probe a second is enough to notice a dead backend.
+            if (reason === "failed") yield* Effect.sleep(probeSpacing)
+          }
         }
       })
     yield* Effect.forEach(slots, (slot, at) => Effect.forkScoped(worker(slot, at)), { discard: true })
@@ -245,7 +259,9 @@ export const BackendsLive = Layer.scoped(
         if (slot === undefined || waiting === undefined || fresh() !== undefined || signal.aborted) {
           return Promise.resolve(fresh())
         }
-        // Told by `attach` when the worker has connected again; no polling.
+        // Told by `attach` when the worker has connected again, and by the worker's probes; no polling.
+        // Only a probe started after this call counts: one already running may predate the failure.
+        const after = probesStarted[at] ?? 0
         return new Promise<BackendChannel | undefined>((resolve) => {
           const finish = () => {
             clearTimeout(timer)
@@ -253,8 +269,8 @@ export const BackendsLive = Layer.scoped(
             waiting.delete(wake)
             resolve(fresh())
           }
-          const wake = () => {
-            if (fresh() !== undefined) finish()
+          const wake = (probe?: number) => {
+            if (fresh() !== undefined || (probe !== undefined && probe > after)) finish()
           }
           const timer = setTimeout(finish, Math.max(0, until - Date.now()))
           signal.addEventListener("abort", finish, { once: true })

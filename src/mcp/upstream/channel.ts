@@ -43,7 +43,7 @@ export class ChannelFailure extends Error {
     detail: string,
     /**
      * The backend may be down or have lost its session: worth a probe. False when it answered with a
-     * client error (4xx but 404) — it is up, and refused this one request.
+     * client error (4xx but 404 and 401) — it is up, and refused this one request.
      */
     readonly probe = reason === "failed",
     /** A 2025-era backend no longer knows our session id (it restarted; src/mcp/upstream/lost-session.ts): nothing ran. */
@@ -110,6 +110,8 @@ const mediaType = (incoming: IncomingMessage) =>
 
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
+  // Credentials the gateway can renew (OAuth): a 401 drops the token and the request goes once more.
+  const renewable = tokens?.invalidate !== undefined
   const maxAnswer = settings.maxAnswer ?? maxBackendAnswer
   const secure = url.protocol === "https:"
   const send = secure ? httpsRequest : httpRequest
@@ -242,14 +244,18 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         const json = type === "application/json" && (status === 200 || (status === 400 && session.era === "modern"))
         if (!stream && !json) {
           const detail = `the backend answered HTTP ${status} (${type || "no content type"})`
-          const refused = status >= 400 && status < 500 && status !== 404
-          if (session.sessionId === undefined || (status !== 400 && status !== 401 && status !== 404)) {
+          // Up, and refused this one request; but a 404 may be a lost route or session, and a 401 a session
+          // the backend ties to its authentication: worth a probe, which reconnects if it fails too.
+          const refused = status >= 400 && status < 500 && status !== 404 && status !== 401
+          // A 401 says the session is lost only when our credentials were renewed and sent again (above).
+          const mayBeLost = status === 404 || status === 400 || (status === 401 && renewable)
+          if (session.sessionId === undefined || !mayBeLost) {
             incoming.resume()
             return fail("failed", detail, !refused)
           }
           // Sent with a session id: the answer may say the backend forgot it (restarted); nothing ran then.
           return readStart(incoming, lostSessionBodyLimit, (body) => {
-            const lost = isLostSession(status, body)
+            const lost = isLostSession(status, body, renewable)
             fail(
               "failed",
               lost ? `the backend no longer knows the session (HTTP ${status})` : detail,

@@ -1,13 +1,9 @@
-import {
-  type Client,
-  type RequestOptions,
-  SdkError,
-  SdkErrorCode,
-  UnauthorizedError
-} from "@modelcontextprotocol/client"
+import { type Client, type RequestOptions, SdkError, SdkErrorCode } from "@modelcontextprotocol/client"
 import { ProtocolError, ProtocolErrorCode, type ServerContext } from "@modelcontextprotocol/server"
 import { Duration } from "effect"
-import type { BackendChannel } from "./channel.js"
+import { renewsCredentials } from "./auth.js"
+import type { BackendChannel, JsonRpcErrorObject } from "./channel.js"
+import { jsonRpcErrorIn } from "./error-body.js"
 import { isLostSession } from "./lost-session.js"
 import type { BackendSlot } from "./slot.js"
 
@@ -41,14 +37,23 @@ const failureReason = (error: unknown): string => {
   return error instanceof SdkError ? `the MCP client failed (${error.code})` : "the request to the backend failed"
 }
 
-/** The backend refused the request because it no longer knows the session (src/mcp/upstream/lost-session.ts). */
-const sessionLost = (error: unknown): boolean => {
-  if (error instanceof UnauthorizedError) return true
-  if (typeof error !== "object" || error === null) return false
+/** What the MCP client's error says of the backend's HTTP answer: its status and (when read) its body. */
+const httpAnswer = (error: unknown): { readonly status: number; readonly text: string | undefined } | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
   const data = (error as { data?: unknown }).data
-  if (typeof data !== "object" || data === null) return false
+  if (typeof data !== "object" || data === null) return undefined
   const { status, text } = data as { status?: unknown; text?: unknown }
-  return typeof status === "number" && isLostSession(status, typeof text === "string" ? text : undefined)
+  return typeof status === "number" ? { status, text: typeof text === "string" ? text : undefined } : undefined
+}
+
+/**
+ * The backend refused the request because it no longer knows the session (src/mcp/upstream/lost-session.ts).
+ * `renewable`: the backend's credentials are OAuth ones, which the MCP client renewed and sent again
+ * before giving up on a 401.
+ */
+const sessionLost = (error: unknown, renewable: boolean): boolean => {
+  const answer = httpAnswer(error)
+  return answer !== undefined && isLostSession(answer.status, answer.text, renewable)
 }
 
 const isProtocolError = (error: unknown): error is { code: number; message: string; data?: unknown } =>
@@ -63,24 +68,11 @@ const isTimeout = (error: unknown) =>
  * pass through. Not so for 401/403 (the gateway's own credentials for the backend) or -32000, which
  * servers use for transport and session trouble: those stay failures of the backend.
  */
-const jsonRpcErrorInHttpError = (error: unknown): { code: number; message: string; data?: unknown } | undefined => {
-  if (typeof error !== "object" || error === null) return undefined
-  const data = (error as { data?: unknown }).data
-  if (typeof data !== "object" || data === null) return undefined
-  const { status, text } = data as { status?: unknown; text?: unknown }
-  if (typeof status !== "number" || status === 401 || status === 403 || typeof text !== "string") return undefined
-  if (text.length > 65_536) return undefined
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    return undefined
-  }
-  const answer = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined
-  if (typeof answer !== "object" || answer === null) return undefined
-  const { code, message, data: detail } = answer as { code?: unknown; message?: unknown; data?: unknown }
-  if (!Number.isSafeInteger(code) || typeof message !== "string" || code === -32000) return undefined
-  return { code: code as number, message: message.slice(0, 1_000), ...(detail === undefined ? {} : { data: detail }) }
+const jsonRpcErrorInHttpError = (error: unknown): JsonRpcErrorObject | undefined => {
+  const answer = httpAnswer(error)
+  if (answer === undefined || answer.status === 401 || answer.status === 403) return undefined
+  const answered = jsonRpcErrorIn(answer.text)
+  return answered === undefined || answered.code === -32000 ? undefined : answered
 }
 
 /**
@@ -109,12 +101,14 @@ export const forward = async <T>(
   }
   const channel = slot.channel
   const hadSession = slot.session?.()?.sessionId !== undefined
+  const renewable = renewsCredentials(slot.config)
   try {
     return await send(client, options)
   } catch (first) {
     let error = first
-    // A backend that restarted ran nothing: once the worker has a new session, the request goes once more.
-    if (!signal.aborted && hadSession && target.reconnected !== undefined && sessionLost(error)) {
+    // A backend that restarted ran nothing: once the worker has a new session, the request goes once
+    // more — once only. When the worker finds the backend up on its session instead, the refusal stands.
+    if (!signal.aborted && hadSession && target.reconnected !== undefined && sessionLost(error, renewable)) {
       target.reportFailure("the backend no longer knows the session")
       const next = (await target.reconnected(channel, signal)) ? slot.client : undefined
       if (next !== undefined && next !== client) {
@@ -126,6 +120,13 @@ export const forward = async <T>(
       }
     }
     if (signal.aborted) throw error
+    // Still refused for its session (no new session came in time, the backend is up on this one, or the
+    // new one was refused too): the backend's transport trouble, not an answer — its code, often -32001,
+    // would read as the gateway's request timeout.
+    if (hadSession && sessionLost(error, renewable)) {
+      if (Date.now() >= target.deadline) throw new ProtocolError(requestTimeoutCode, backendTimedOut(slot.config.id))
+      throw new ProtocolError(ProtocolErrorCode.InternalError, backendFailed(slot.config.id))
+    }
     if (isProtocolError(error)) throw new ProtocolError(error.code, error.message, error.data)
     const answered = jsonRpcErrorInHttpError(error)
     if (answered !== undefined) throw new ProtocolError(answered.code, answered.message, answered.data)

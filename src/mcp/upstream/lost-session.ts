@@ -1,4 +1,4 @@
-import { isRecord } from "../../json.js"
+import { jsonRpcErrorIn } from "./error-body.js"
 
 /** Only the start of an error body is read to recognise a lost session. */
 export const lostSessionBodyLimit = 8 * 1024
@@ -10,27 +10,15 @@ export const lostSessionBodyLimit = 8 * 1024
  * - 404, as the Streamable HTTP transport specifies (the SDKs: -32001 "Session not found");
  * - 400 with a JSON-RPC error naming the session (the reference servers' "Bad Request: No valid session
  *   ID provided", code -32000);
- * - 401 from a server that ties sessions to its own authentication (asked only after the gateway's own
- *   credentials were renewed and sent again, so it is not a credentials problem of ours).
+ * - 401 from a server that ties sessions to its own authentication — counted only for a backend whose
+ *   credentials the gateway renews (`renewable`: OAuth client credentials), and asked only after they
+ *   were renewed and sent again, so it is not a credentials problem of ours. For any other backend a
+ *   401 refuses the gateway's credentials: no new session would change that.
  * A 404 that is a JSON-RPC "method not found" is an answer, not a lost session.
  */
-export const isLostSession = (status: number, body: string | undefined): boolean => {
-  const error = jsonRpcError(body)
+export const isLostSession = (status: number, body: string | undefined, renewable: boolean): boolean => {
+  const error = jsonRpcErrorIn(body)
   if (status === 404) return error?.code !== -32601
   if (status === 400) return error !== undefined && /session/i.test(error.message)
-  return status === 401
-}
-
-const jsonRpcError = (body: string | undefined): { code: unknown; message: string } | undefined => {
-  if (body === undefined || body.length > lostSessionBodyLimit) return undefined
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(body)
-  } catch {
-    return undefined
-  }
-  const error = isRecord(parsed) ? parsed["error"] : undefined
-  return isRecord(error) && typeof error["message"] === "string"
-    ? { code: error["code"], message: error["message"] }
-    : undefined
+  return status === 401 && renewable
 }

@@ -1,12 +1,14 @@
 /**
  * A backend that restarts (issue: interoperability, item 1). Its sessions are gone, and servers say so
  * in three ways (src/mcp/upstream/lost-session.ts): 404, 400 with -32000 "No valid session ID" (the
- * reference `server-everything`), 401. For each, a real restart of a real SDK server on the same port:
+ * reference `server-everything`), 401 (counted only for a backend with OAuth credentials, which the
+ * gateway renews and sends again first). For each, a real restart of a real SDK server on the same port:
  * the next call — on the gateway's channel and on the MCP client's path — is sent once more on a new
  * session and succeeds; the failure is logged with its reason; and a backend that stays down turns
  * /readyz to 503 at once instead of after the catalog refresh.
  */
 import { afterAll, describe, expect, it } from "vitest"
+import { startBackendIssuer } from "../../support/backend-issuer.js"
 import { LogCapture } from "../../support/logs.js"
 import { type LostSessionAnswer, type StatefulBackend, startStatefulBackend } from "../../support/mcp-backends.js"
 import { connectClient } from "../../support/mcp-clients.js"
@@ -21,13 +23,24 @@ afterAll(async () => {
 const setUp = async (answer: LostSessionAnswer) => {
   const backend: StatefulBackend = await startStatefulBackend("keep", "2025-06-18", answer)
   cleanup.push(() => backend.stop())
+  // A 401 means a lost session only for credentials the gateway renews: that backend signs in with OAuth.
+  const issuer = answer === 401 ? await startBackendIssuer() : undefined
+  if (issuer !== undefined) cleanup.push(() => issuer.stop())
   const logs = new LogCapture()
   const gateway: TestGateway = await startTestGateway({
     logs,
     patch: {
       // A catalog refresh far away: recovery must not wait for it.
       catalog: { refresh_interval: "1h" },
-      backends: [{ id: "keep", url: backend.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }]
+      backends: [
+        {
+          id: "keep",
+          url: backend.url,
+          allow_insecure_http: true,
+          tool_rules: [{ tools: ["*"] }],
+          ...(issuer === undefined ? {} : { oauth: issuer.oauth })
+        }
+      ]
     }
   })
   cleanup.push(() => gateway.close())
@@ -49,10 +62,11 @@ describe.each([404, 400, 401] as const)("a backend that answers a forgotten sess
     const sentBefore = calls(backend).length
     const after = await client.callTool({ name: "keep__echo", arguments: { message: "after" } })
     expect(after.content).toEqual([{ type: "text", text: "after" }])
-    const [lost, retried] = calls(backend).slice(sentBefore)
-    expect(lost?.headers["mcp-session-id"]).toBe(oldSession)
-    expect(backend.sessions()).toEqual([retried?.headers["mcp-session-id"]])
-    expect(calls(backend).slice(sentBefore)).toHaveLength(2)
+    const sent = calls(backend).slice(sentBefore)
+    expect(sent[0]?.headers["mcp-session-id"]).toBe(oldSession)
+    expect(backend.sessions()).toEqual([sent.at(-1)?.headers["mcp-session-id"]])
+    // Sent again once on the new session; a 401 is first sent again with a renewed token, as for any 401.
+    expect(sent).toHaveLength(answer === 401 ? 3 : 2)
 
     // The MCP client's path (a request with `_meta` of its own goes through the SDK).
     await backend.restart()
@@ -62,6 +76,11 @@ describe.each([404, 400, 401] as const)("a backend that answers a forgotten sess
       _meta: { "com.example/trace": "t" }
     })
     expect(viaSdk.content).toEqual([{ type: "text", text: "sdk" }])
+
+    // A prompt goes through the MCP client, which recognises the lost session the same way.
+    await backend.restart()
+    const prompt = await client.getPrompt({ name: "keep__hello", arguments: { who: "Ada" } })
+    expect(prompt.messages[0]?.content).toEqual({ type: "text", text: "Hello Ada" })
 
     const failures = logs.events("backend.call_failed")
     expect(failures[0]).toMatchObject({
