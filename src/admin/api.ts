@@ -1,6 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import type { Caller } from "../bearer/caller.js"
+import { IdentityProvidersBody, IdentityProvidersRecord } from "../identity/providers/settings.js"
 import type { UserRow } from "../store/users.js"
 import { version } from "../version.js"
 import {
@@ -102,13 +103,40 @@ export class IdentitiesApi extends HttpApiGroup.make("identities")
   .middleware(AdminAuth)
   .prefix("/api/v1") {}
 
+/** `/api/v1/identity-providers`: the stored OIDC and LDAP connections (docs/enterprise-sign-in.md). */
+export class IdentityProvidersApi extends HttpApiGroup.make("identityProviders")
+  .add(
+    HttpApiEndpoint.get("read", "/identity-providers")
+      .addSuccess(IdentityProvidersRecord)
+      .annotate(OpenApi.Summary, "The OIDC and LDAP connections; secrets only as configured or not")
+  )
+  .add(
+    HttpApiEndpoint.put("replace", "/identity-providers")
+      .setHeaders(IfMatch)
+      .setPayload(IdentityProvidersBody)
+      .addSuccess(IdentityProvidersRecord)
+      .addError(Conflict)
+      .addError(PreconditionFailed)
+      .addError(PreconditionRequired)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(
+        OpenApi.Summary,
+        "Replaces both connections (If-Match, initially 0); applies at once; a replaced or disabled connection's sessions are revoked"
+      )
+  )
+  .addError(BadRequest)
+  .middleware(AdminAuth)
+  .prefix("/api/v1") {}
+
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
+  .add(IdentityProvidersApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(
     OpenApi.Description,
-    "Identities, groups and permissions of the gateway (docs/management-api.md). Writes need If-Match."
+    "Identities, groups, permissions and identity connections of the gateway (docs/management-api.md). Writes need If-Match."
   ) {}
 
 /** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */

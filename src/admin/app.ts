@@ -21,6 +21,7 @@ import { ManagementApi, openApiPath } from "./api.js"
 import { AdminAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { IdentitiesLive } from "./identities.js"
+import { IdentityProvidersLive } from "./identity-providers.js"
 import { adminResource } from "./resource.js"
 
 const originRefused = new HttpError({
@@ -70,6 +71,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
     const services = Layer.succeedContext(context)
     const api = HttpApiBuilder.api(ManagementApi).pipe(
       Layer.provide(IdentitiesLive),
+      Layer.provide(IdentityProvidersLive),
       Layer.provide(AdminAuthLive),
       Layer.provide(services)
     )

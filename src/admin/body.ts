@@ -76,7 +76,7 @@ export const ifMatchRevision = (request: HttpServerRequest.HttpServerRequest) =>
         'Send If-Match with the revision you read (the record\'s "revision"), so a concurrent change is not overwritten.'
       )
     }
-    const match = /^(?:W\/)?"?([1-9][0-9]{0,15})"?$/.exec(header.trim())
+    const match = /^(?:W\/)?"?(0|[1-9][0-9]{0,15})"?$/.exec(header.trim())
     if (match === null) return yield* apiError(400, "invalid_request", 'If-Match: expected a revision such as "3".')
     return Number(match[1])
   })

@@ -49,7 +49,7 @@ export const UnsupportedMediaType = failureOf(415, "Body is not application/json
 export const PreconditionRequired = failureOf(428, "A write without If-Match")
 
 /** The request id the request pipeline put on the log annotations (src/http/middleware.ts). */
-const requestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => {
+export const requestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => {
   const value = Option.getOrUndefined(HashMap.get(annotations, "request_id"))
   return typeof value === "string" ? value : undefined
 })

@@ -243,6 +243,29 @@ export class PendingAuthorizations extends Effect.Service<PendingAuthorizations>
         return entry.replayed === true
       })
 
-    return { start, find, update, takeByUpstreamState, finish, issueCode, redeem, attachSession } as const
+    /**
+     * A replaced or disabled identity connection: sign-ins waiting for its upstream, and codes issued to
+     * its people, are dropped — nothing started under the old connection completes under the new one.
+     */
+    const forgetConnection = (userIds: ReadonlySet<string>, upstreamSignIns: boolean) =>
+      Effect.sync(() => {
+        for (const [id, transaction] of transactions) {
+          const waiting = upstreamSignIns && transaction.stage === "upstream"
+          if (waiting || (transaction.userId !== undefined && userIds.has(transaction.userId))) remove(id)
+        }
+        for (const [hash, entry] of codes) if (userIds.has(entry.grant.userId)) codes.delete(hash)
+      })
+
+    return {
+      start,
+      find,
+      update,
+      takeByUpstreamState,
+      forgetConnection,
+      finish,
+      issueCode,
+      redeem,
+      attachSession
+    } as const
   }
 }) {}

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { DownstreamClient, GatewayConfig } from "../config/schema.js"
 import { Config } from "../config/service.js"
+import { UpstreamSignIn } from "../identity/upstream/service.js"
 import { scopesSupported } from "./scopes.js"
 
 /** What the authorization server reads from the configuration (all static: `auth`, `client_authorization`). */
@@ -34,4 +35,9 @@ export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
   }
 }
 
-export const authSettings = Effect.map(Config, (loaded) => authSettingsOf(loaded.config))
+/** The settings with the identity provider offered now (a stored connection may change at any time). */
+export const authSettings = Effect.gen(function* () {
+  const settings = authSettingsOf((yield* Config).config)
+  const upstream = yield* (yield* UpstreamSignIn).current
+  return { ...settings, upstreamHost: upstream === undefined ? undefined : new URL(upstream.issuer).host }
+})

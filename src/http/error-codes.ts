@@ -41,7 +41,8 @@ export const errorCodes = [
   "last_administrator",
   "name_taken",
   "precondition_failed",
-  "precondition_required"
+  "precondition_required",
+  "managed_in_configuration"
 ] as const
 
 export type ErrorCode = (typeof errorCodes)[number]

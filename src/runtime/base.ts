@@ -4,11 +4,13 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
+import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { GroupRepo } from "../store/groups.js"
+import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
 import { MembershipRepo } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
@@ -25,7 +27,7 @@ export const policyRepositories = Layer.mergeAll(
 /**
  * The process-wide services: the configuration key, the store (opened, checked and migrated before
  * anything else runs), the signer, the authorization server's repositories, pending logins and
- * session check, and the stored access policy. Their settings are static, so generations share them.
+ * session check, the stored access policy and identity connections. Their settings are static, so generations share them.
  */
 export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
@@ -36,5 +38,7 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     Layer.provideMerge(policyRepositories),
     Layer.provide(Layer.succeed(AccessSettingsTag, accessSettingsOf(config)))
   )
-  return access.pipe(Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
+  // The stored identity connections: applied at once, so process-wide like the policy.
+  const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
+  return connections.pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

@@ -36,6 +36,7 @@ export type RevokeReason =
   | "grant_revoked"
   | "administrator_reset"
   | "user_disabled"
+  | "identity_provider_replaced"
 
 const RevokedList = Schema.Array(Schema.Struct({ id: Schema.String, user_id: Schema.String, client_id: Schema.String }))
 

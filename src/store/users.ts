@@ -168,6 +168,15 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
         : ({ _tag: "Stale", revision: current.value.revision } as ConditionalWrite)
     })
 
+    /** The ids of the enterprise identities of a namespace (a replaced connection's people). */
+    const idsInNamespace = Effect.fn("UserRepo.idsInNamespace")(function* (namespace: string) {
+      const rows = yield* sql`SELECT id FROM users WHERE kind = 'enterprise' AND namespace = ${namespace}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
+        Effect.orDie
+      )
+      return rows.map((row) => row.id)
+    })
+
     /** The name an upstream reports for an enterprise identity, refreshed at each sign-in. */
     const setDisplayName = Effect.fn("UserRepo.setDisplayName")(function* (id: string, name: string, at: Date) {
       yield* sql`UPDATE users SET display_name = ${name}, updated_at = ${toStoredTimestamp(at)}
@@ -201,6 +210,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       setStatus,
       updateIfRevision,
       setDisplayName,
+      idsInNamespace,
       setUpstreamState
     } as const
   }),

@@ -24,7 +24,8 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/identities/groups",
       "/api/v1/identities/groups/{id}",
       "/api/v1/identities/{id}",
-      "/api/v1/identities/{id}/effective-access"
+      "/api/v1/identities/{id}/effective-access",
+      "/api/v1/identity-providers"
     ])
     const update = committed.paths["/api/v1/identities/{id}"].put
     expect(update.security).toEqual([{ bearer: [] }])

@@ -30,13 +30,17 @@ const page = (title: string, text: string, status: number) =>
   new PageResponse({ response: messagePage(title, text, status) })
 
 /** The security log line of a refused enterprise sign-in (docs/operations.md, "Security events"). */
-const refused = (transaction: LoginTransaction | undefined, reason: string, extra: Record<string, unknown> = {}) =>
+const refused = (
+  transaction: LoginTransaction | undefined,
+  reason: string,
+  extra: Record<string, unknown> = {},
+  provider: string | undefined = transaction?.upstream?.namespace
+) =>
   Effect.gen(function* () {
-    const connection = (yield* UpstreamSignIn).connection
     yield* securityEvent("auth.upstream_sign_in_refused", {
       reason,
       ...extra,
-      provider: connection?.namespace ?? null,
+      provider: provider ?? null,
       client_address: yield* clientAddress,
       client_id: transaction?.request?.clientId ?? null
     })
@@ -52,17 +56,17 @@ export const upstreamStartEndpoint = answerPage(
     const settings = yield* authSettings
     const upstream = yield* UpstreamSignIn
     const url = yield* queryOf
-    if (upstream.connection === undefined)
-      return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
+    const connection = yield* upstream.current
+    if (connection === undefined) return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
     yield* requireSameOrigin(settings)
     const transaction = yield* requireTransaction(settings, single(url, "login"))
     yield* requireCsrf(transaction.csrf, OAuthParams.fromSearch(url.searchParams))
     if (transaction.stage !== "sign_in" && transaction.stage !== "upstream") {
       return seeOther(`/sso?login=${encodeURIComponent(transaction.id)}`)
     }
-    const started = yield* Effect.either(upstream.start())
+    const started = yield* Effect.either(upstream.start(connection))
     if (started._tag === "Left") {
-      yield* refused(transaction, started.left.reason, { detail: started.left.detail ?? null })
+      yield* refused(transaction, started.left.reason, { detail: started.left.detail ?? null }, connection.namespace)
       return stagePage(
         settings,
         transaction,
@@ -104,15 +108,17 @@ export const upstreamCallbackEndpoint = answerPage(
     const settings = yield* authSettings
     const upstream = yield* UpstreamSignIn
     const url = yield* queryOf
-    if (upstream.connection === undefined)
-      return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
+    const connection = yield* upstream.current
+    if (connection === undefined) return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
     const state = single(url, "state")
     const found =
       state === undefined || state.length > 256
         ? Option.none<LoginTransaction>()
         : yield* (yield* PendingAuthorizations).takeByUpstreamState(state)
-    if (Option.isNone(found) || found.value.upstream === undefined) {
-      yield* refused(undefined, "state_unknown")
+    // A sign-in started with a connection that has been replaced since does not complete with the new one.
+    if (Option.isNone(found) || found.value.upstream?.namespace !== connection.namespace) {
+      if (Option.isSome(found)) yield* (yield* PendingAuthorizations).finish(found.value.id)
+      yield* refused(undefined, "state_unknown", {}, connection.namespace)
       return yield* page(
         "Sign-in expired",
         "This sign-in is unknown, was already completed, or is older than 5 minutes. Go back to the application and start again.",
@@ -132,13 +138,13 @@ export const upstreamCallbackEndpoint = answerPage(
       )
     }
     const callback = new URL(`${settings.origin}/sso/callback${url.search}`)
-    const verified = yield* Effect.either(upstream.complete(callback, transaction.upstream!))
+    const verified = yield* Effect.either(upstream.complete(connection, callback, transaction.upstream!))
     if (verified._tag === "Left") return yield* endRefused(settings, transaction, verified.left)
     const identity = verified.right
     const { config } = yield* Config
     const user = yield* (yield* PolicyWrites).admitEnterpriseUser(
       {
-        namespace: upstream.connection.namespace,
+        namespace: connection.namespace,
         subject: identity.subject,
         name: identity.name,
         groups: identity.groups,

@@ -31,7 +31,12 @@ export interface UpstreamConnection {
  * whose users inherit nothing from the old one. Display-name, group and department claims are not part
  * of it: they describe a person, not who the person is.
  */
-export const namespaceOf = (upstream: typeof Upstream.Type): string =>
+export const namespaceOf = (
+  upstream: Pick<
+    typeof Upstream.Type,
+    "protocol" | "issuer" | "client_id" | "subject_claim" | "tenant_claim" | "tenant_value"
+  >
+): string =>
   `${upstream.protocol}:${createHash("sha256")
     .update(
       JSON.stringify([

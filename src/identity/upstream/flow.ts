@@ -28,6 +28,8 @@ export class UpstreamRefused extends Data.TaggedError("UpstreamRefused")<{
 
 /** What the gateway keeps between sending the browser to the upstream and its coming back. */
 export interface UpstreamAttempt {
+  /** The connection it went to: a callback is completed only with that same connection. */
+  readonly namespace: string
   readonly state: string
   readonly nonce: string
   readonly verifier: string
@@ -84,7 +86,8 @@ export const discover = (connection: UpstreamConnection): Effect.Effect<oauth.Au
 }
 
 /** A fresh state, nonce and PKCE verifier for one trip to the upstream. */
-export const newAttempt = (stepUp: StepUp | undefined): UpstreamAttempt => ({
+export const newAttempt = (namespace: string, stepUp: StepUp | undefined): UpstreamAttempt => ({
+  namespace,
   state: oauth.generateRandomState(),
   nonce: oauth.generateRandomNonce(),
   verifier: oauth.generateRandomCodeVerifier(),

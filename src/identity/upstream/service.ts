@@ -1,7 +1,9 @@
-import { Clock, Context, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Redacted, Ref } from "effect"
 import type * as oauth from "oauth4webapi"
 import { readCaBundle } from "../../bearer/external-jwks-fetch.js"
 import { Config } from "../../config/service.js"
+import { oidcNamespace } from "../providers/namespaces.js"
+import { IdentityProviders } from "../providers/service.js"
 import type { UpstreamIdentity } from "./claims.js"
 import { connectionOf, type UpstreamConnection } from "./connection.js"
 import {
@@ -21,21 +23,27 @@ const DISCOVERY_TTL_MS = 60 * 60 * 1000
 export const callbackUrlOf = (issuer: string) => `${new URL(issuer).origin}/sso/callback`
 
 export interface UpstreamSignInService {
-  /** The configured upstream, if any (the sign-in page offers it). */
-  readonly connection: UpstreamConnection | undefined
-  /** A new trip to the upstream: what to keep, and where to send the browser. */
+  /** The identity provider people sign in with now, if any (the sign-in page offers it). */
+  readonly current: Effect.Effect<UpstreamConnection | undefined>
+  /** A new trip to `connection`: what to keep, and where to send the browser. */
   readonly start: (
+    connection: UpstreamConnection,
     stepUp?: StepUp
   ) => Effect.Effect<{ readonly attempt: UpstreamAttempt; readonly url: string }, UpstreamRefused>
   /** The browser is back at `/sso/callback` (`callback` is that full URL). */
-  readonly complete: (callback: URL, attempt: UpstreamAttempt) => Effect.Effect<UpstreamIdentity, UpstreamRefused>
+  readonly complete: (
+    connection: UpstreamConnection,
+    callback: URL,
+    attempt: UpstreamAttempt
+  ) => Effect.Effect<UpstreamIdentity, UpstreamRefused>
 }
 
 /**
- * Sign-in through the enterprise identity provider (`auth.sso.upstream`; docs/enterprise-sign-in.md).
- * Built with each generation from the static `auth` settings: the private CA (`ca_file`) is read once
- * here, so a wrong path stops the start. Discovery is cached for an hour and fetched again after any
- * failure, so a provider that rotated its keys or endpoints is picked up at the next sign-in.
+ * Sign-in through the enterprise identity provider (docs/enterprise-sign-in.md): the configuration
+ * file's `auth.sso.upstream` when it has one (its private CA is read here, so a wrong path stops the
+ * start), else the OIDC connection stored through the Management API, read at every sign-in so a save
+ * applies at once. Discovery is cached for an hour per connection and fetched again after a failure that
+ * may come from stale metadata.
  */
 export class UpstreamSignIn extends Context.Tag("gateway/UpstreamSignIn")<UpstreamSignIn, UpstreamSignInService>() {}
 
@@ -43,51 +51,93 @@ export const UpstreamSignInLive = Layer.effect(
   UpstreamSignIn,
   Effect.gen(function* () {
     const { config, secrets } = yield* Config
+    const stored = yield* IdentityProviders
     const upstream = config.auth.sso.upstream
     const secret = secrets.upstreamClientSecret
-    if (config.auth.mode !== "builtin" || upstream === undefined || secret === undefined) {
-      const none = Effect.die(new Error("no upstream identity provider is configured"))
-      return { connection: undefined, start: () => none, complete: () => none }
-    }
-    const ca =
-      upstream.ca_file === undefined ? undefined : yield* readCaBundle(upstream.ca_file, "auth.sso.upstream.ca_file")
-    const connection = connectionOf(upstream, Redacted.make(Redacted.value(secret)), ca)
-    const redirectUri = callbackUrlOf(config.auth.issuer)
-    const cached = yield* Ref.make(Option.none<{ readonly server: oauth.AuthorizationServer; readonly at: number }>())
+    const builtin = config.auth.mode === "builtin"
+    const configured =
+      builtin && upstream !== undefined && secret !== undefined
+        ? connectionOf(
+            upstream,
+            Redacted.make(Redacted.value(secret)),
+            upstream.ca_file === undefined
+              ? undefined
+              : yield* readCaBundle(upstream.ca_file, "auth.sso.upstream.ca_file")
+          )
+        : undefined
 
-    const server = Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const current = yield* Ref.get(cached)
-      if (Option.isSome(current) && now - current.value.at < DISCOVERY_TTL_MS) return current.value.server
-      const fresh = yield* discover(connection)
-      yield* Ref.set(cached, Option.some({ server: fresh, at: now }))
-      return fresh
-    })
+    const current: Effect.Effect<UpstreamConnection | undefined> =
+      !builtin || configured !== undefined
+        ? Effect.succeed(configured)
+        : Effect.map(stored.current, ({ settings: { oidc }, oidcClientSecret }) =>
+            oidc.enabled && oidc.issuer !== undefined && oidc.client_id !== undefined && oidcClientSecret !== undefined
+              ? {
+                  ...connectionOf(
+                    {
+                      ...oidc,
+                      protocol: "oidc",
+                      issuer: oidc.issuer,
+                      client_id: oidc.client_id,
+                      client_secret_env: ""
+                    },
+                    oidcClientSecret,
+                    oidc.ca_pem
+                  ),
+                  namespace: oidcNamespace(oidc)
+                }
+              : undefined
+          )
+
+    const cache = yield* Ref.make(
+      new Map<string, { readonly server: oauth.AuthorizationServer; readonly at: number }>()
+    )
+    /** Connections are told apart by namespace and secret-free settings: a save that changes either refetches. */
+    const keyOf = (connection: UpstreamConnection) =>
+      JSON.stringify([connection.namespace, connection.endpoints ?? null, connection.ca ?? null])
+
+    const server = (connection: UpstreamConnection) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const found = (yield* Ref.get(cache)).get(keyOf(connection))
+        if (found !== undefined && now - found.at < DISCOVERY_TTL_MS) return found.server
+        const fresh = yield* discover(connection)
+        yield* Ref.update(cache, (entries) => new Map(entries).set(keyOf(connection), { server: fresh, at: now }))
+        return fresh
+      })
     // A failure that may come from stale metadata (moved endpoints, rotated keys) fetches it again next
     // time; a refused person (tenant, claims) does not, so failed sign-ins cannot make it refetch at will.
-    const forgetOnFailure = <A, R>(effect: Effect.Effect<A, UpstreamRefused, R>) =>
+    const forgetOnFailure = <A, R>(connection: UpstreamConnection, effect: Effect.Effect<A, UpstreamRefused, R>) =>
       Effect.tapError(effect, (error) =>
         error.reason === "discovery_failed" ||
         error.reason === "token_request_failed" ||
         (error.reason === "id_token_invalid" && error.check === "signature")
-          ? Ref.set(cached, Option.none())
+          ? Ref.update(cache, (entries) => {
+              const next = new Map(entries)
+              next.delete(keyOf(connection))
+              return next
+            })
           : Effect.void
       )
+    const redirectUri = callbackUrlOf(config.auth.issuer)
 
     return {
-      connection,
-      start: (stepUp?: StepUp) =>
+      current,
+      start: (connection: UpstreamConnection, stepUp?: StepUp) =>
         forgetOnFailure(
+          connection,
           Effect.gen(function* () {
-            const found = yield* server
-            const attempt = newAttempt(stepUp)
+            const found = yield* server(connection)
+            const attempt = newAttempt(connection.namespace, stepUp)
             const url = yield* Effect.promise(() => authorizationUrl(found, connection, attempt, redirectUri, stepUp))
             return { attempt, url }
           })
         ),
-      complete: (callback: URL, attempt: UpstreamAttempt) =>
+      complete: (connection: UpstreamConnection, callback: URL, attempt: UpstreamAttempt) =>
         forgetOnFailure(
-          Effect.flatMap(server, (found) => completeSignIn(found, connection, callback, attempt, redirectUri))
+          connection,
+          Effect.flatMap(server(connection), (found) =>
+            completeSignIn(found, connection, callback, attempt, redirectUri)
+          )
         )
     }
   })

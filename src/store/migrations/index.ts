@@ -9,6 +9,7 @@ import sessions from "./0006_sessions.js"
 import refreshTokens from "./0007_refresh_tokens.js"
 import clientGrants from "./0008_client_grants.js"
 import accessPolicy from "./0009_access_policy.js"
+import identityProviders from "./0010_identity_providers.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
 export const MIGRATIONS_TABLE = "gateway_migrations"
@@ -27,5 +28,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_sessions": sessions,
   "0007_refresh_tokens": refreshTokens,
   "0008_client_grants": clientGrants,
-  "0009_access_policy": accessPolicy
+  "0009_access_policy": accessPolicy,
+  "0010_identity_providers": identityProviders
 }

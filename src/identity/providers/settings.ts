@@ -1,0 +1,138 @@
+import { X509Certificate } from "node:crypto"
+import { Schema } from "effect"
+
+/**
+ * The identity connections an administrator stores through the Management API (docs/enterprise-sign-in.md,
+ * "Identity-provider settings"): one OIDC and one LDAP connection. Secrets are write-only: a body's
+ * `client_secret` / `bind_password` sets it, an empty string clears it, omitting it keeps it; reads say
+ * only whether one is configured.
+ */
+
+const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
+const HttpsUrl = Text(2048).pipe(
+  Schema.filter((text) => {
+    const url = URL.parse(text)
+    if (url === null) return "expected an absolute URL"
+    if (url.protocol !== "https:") return "must be an https URL"
+    if (url.username !== "" || url.password !== "") return "must not carry credentials"
+    return undefined
+  })
+)
+const Claim = Text(256)
+/** One or more PEM certificates, each of which parses. */
+const Pem = Text(64 * 1024).pipe(
+  Schema.filter((text) => {
+    const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+    if (blocks.length === 0) return "expected PEM certificates (-----BEGIN CERTIFICATE-----)"
+    try {
+      for (const block of blocks) new X509Certificate(block)
+      return undefined
+    } catch {
+      return "holds a certificate that cannot be parsed"
+    }
+  })
+)
+
+export const OidcSettings = Schema.Struct({
+  enabled: Schema.Boolean,
+  issuer: Schema.optional(HttpsUrl),
+  client_id: Schema.optional(Text(256)),
+  token_auth_method: Schema.optionalWith(Schema.Literal("client_secret_basic", "client_secret_post"), {
+    default: () => "client_secret_basic" as const
+  }),
+  scopes: Schema.optionalWith(Schema.Array(Text(256)).pipe(Schema.maxItems(32)), { default: () => ["openid"] }),
+  name_claim: Schema.optional(Claim),
+  groups_claim: Schema.optional(Claim),
+  departments_claim: Schema.optional(Claim),
+  tenant_claim: Schema.optional(Claim),
+  tenant_value: Schema.optional(Text(256)),
+  /** PEM certificates trusted for the provider's endpoints instead of the system roots. */
+  ca_pem: Schema.optional(Pem)
+})
+export type OidcSettings = typeof OidcSettings.Type
+
+export const LdapSettingsFields = Schema.Struct({
+  enabled: Schema.Boolean,
+  url: Schema.optional(Text(2048)),
+  bind_dn: Schema.optional(Text(1024)),
+  user_search_base: Schema.optional(Text(1024)),
+  user_search_filter: Schema.optional(Text(1024)),
+  user_id_attribute: Schema.optional(Text(256)),
+  user_name_attribute: Schema.optional(Text(256)),
+  group_search_base: Schema.optional(Text(1024)),
+  group_search_filter: Schema.optional(Text(1024)),
+  group_id_attribute: Schema.optional(Text(256)),
+  group_name_attribute: Schema.optional(Text(256)),
+  /** PEM certificates trusted for the directory instead of the system roots. */
+  ca_pem: Schema.optional(Pem)
+})
+export type LdapSettingsFields = typeof LdapSettingsFields.Type
+
+/** What is stored (and compared to tell a replaced connection): both connections, without secrets. */
+export const StoredSettings = Schema.Struct({
+  oidc: Schema.optionalWith(OidcSettings, {
+    default: () => ({ enabled: false, token_auth_method: "client_secret_basic" as const, scopes: ["openid"] })
+  }),
+  ldap: Schema.optionalWith(LdapSettingsFields, { default: () => ({ enabled: false }) })
+})
+export type StoredSettings = typeof StoredSettings.Type
+
+/** `PUT /api/v1/identity-providers`: both connections, whole, with their write-only secrets. */
+export const IdentityProvidersBody = Schema.Struct({
+  oidc: Schema.extend(
+    OidcSettings,
+    Schema.Struct({ client_secret: Schema.optional(Schema.String.pipe(Schema.maxLength(4096))) })
+  ),
+  ldap: Schema.extend(
+    LdapSettingsFields,
+    Schema.Struct({ bind_password: Schema.optional(Schema.String.pipe(Schema.maxLength(1024))) })
+  )
+}).annotations({ identifier: "IdentityProvidersUpdate" })
+export type IdentityProvidersBody = typeof IdentityProvidersBody.Type
+
+/** `GET /api/v1/identity-providers`: the settings, each secret shown only as configured or not. */
+export const IdentityProvidersRecord = Schema.Struct({
+  oidc: Schema.extend(OidcSettings, Schema.Struct({ client_secret_configured: Schema.Boolean })),
+  ldap: Schema.extend(LdapSettingsFields, Schema.Struct({ bind_password_configured: Schema.Boolean })),
+  revision: Schema.String.annotations({ description: 'Send it back as If-Match ("0" before the first save)' }),
+  updated_at: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "IdentityProviders" })
+export type IdentityProvidersRecord = typeof IdentityProvidersRecord.Type
+
+/** The problems of connections that are enabled (a disabled one may be an incomplete draft). */
+export const enabledProblems = (
+  settings: StoredSettings,
+  secrets: { readonly oidc: boolean; readonly ldap: boolean }
+): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const { oidc, ldap } = settings
+  if (oidc.enabled) {
+    if (oidc.issuer === undefined) problems.push("oidc.issuer: required when oidc.enabled is true")
+    if (oidc.client_id === undefined) problems.push("oidc.client_id: required when oidc.enabled is true")
+    if (!secrets.oidc) problems.push("oidc.client_secret: required when oidc.enabled is true")
+    if (!oidc.scopes.includes("openid")) problems.push('oidc.scopes: must include "openid"')
+  }
+  if ((oidc.tenant_claim === undefined) !== (oidc.tenant_value === undefined)) {
+    problems.push("oidc.tenant_claim, oidc.tenant_value: both or neither")
+  }
+  if (ldap.enabled) {
+    for (const key of [
+      "url",
+      "bind_dn",
+      "user_search_base",
+      "user_search_filter",
+      "user_id_attribute",
+      "user_name_attribute"
+    ] as const) {
+      if (ldap[key] === undefined) problems.push(`ldap.${key}: required when ldap.enabled is true`)
+    }
+    if (!secrets.ldap) problems.push("ldap.bind_password: required when ldap.enabled is true")
+  }
+  const group = [ldap.group_search_base, ldap.group_search_filter, ldap.group_id_attribute, ldap.group_name_attribute]
+  if (group.some((value) => value !== undefined) && group.some((value) => value === undefined)) {
+    problems.push(
+      "ldap.group_search_base, group_search_filter, group_id_attribute, group_name_attribute: all four or none"
+    )
+  }
+  return problems
+}

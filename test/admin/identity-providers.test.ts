@@ -1,0 +1,226 @@
+/**
+ * docs/enterprise-sign-in.md, "Identity-provider settings" — `GET`/`PUT /api/v1/identity-providers`:
+ * revision "0" before the first save, `If-Match`, precise 400s, secrets write-only (sealed at rest,
+ * never read back), exactly one of two racing saves wins on both stores, a configuration-file upstream
+ * keeps the OIDC connection; and a stored OIDC connection signs people in at once, and replacing it
+ * revokes their sessions and browser sign-ins.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { adminToken, ifMatch, managementApi } from "../support/admin-api.js"
+import { storeKinds } from "../support/databases.js"
+import { signInThroughUpstream } from "../support/enterprise-sign-in.js"
+import { freePort } from "../support/gateway-process.js"
+import { LogCapture } from "../support/logs.js"
+import { callbackParams, exchange, refresh } from "../support/oauth-client.js"
+import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+import { startOidcProvider } from "../support/oidc-provider.js"
+
+const path = "/api/v1/identity-providers"
+const oidcOff = { enabled: false }
+const ldapOff = { enabled: false }
+
+describe.each(storeKinds)("Management API: identity providers (%s)", (kind) => {
+  it.scoped("starts at revision 0; secrets are write-only and sealed; saves need the current If-Match", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ kind })
+      const api = managementApi(gateway, yield* adminToken(gateway))
+      const initial = yield* api.get(path)
+      expect(initial.status).toBe(200)
+      expect(initial.body).toMatchObject({
+        revision: "0",
+        updated_at: null,
+        oidc: { enabled: false, client_secret_configured: false },
+        ldap: { enabled: false, bind_password_configured: false }
+      })
+
+      const body = {
+        oidc: {
+          enabled: true,
+          issuer: "https://login.example.com",
+          client_id: "gateway",
+          client_secret: "very-secret-value-0123456789",
+          groups_claim: "groups"
+        },
+        ldap: { enabled: false, url: "ldaps://ldap.example.com:636", bind_password: "bind-secret-0123456789" }
+      }
+      expect((yield* api.put(path, body)).status).toBe(428)
+      const saved = yield* api.put(path, body, { "if-match": '"0"' })
+      expect(saved.status).toBe(200)
+      expect(saved.body).toMatchObject({
+        revision: "1",
+        oidc: {
+          enabled: true,
+          issuer: "https://login.example.com",
+          client_secret_configured: true,
+          scopes: ["openid"]
+        },
+        ldap: { enabled: false, bind_password_configured: true }
+      })
+      const text = JSON.stringify((yield* api.get(path)).body)
+      expect(text).not.toContain("very-secret-value")
+      expect(text).not.toContain("bind-secret")
+      const stored = yield* inGateway(gateway)(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT * FROM identity_providers`)
+      )
+      expect(JSON.stringify(stored)).not.toContain("very-secret-value")
+      expect(String(stored[0]?.["oidc_client_secret_sealed"])).toMatch(/^v1\./)
+
+      // Omitted keeps the secret; an empty string clears it (then an enabled OIDC connection is refused).
+      const kept = yield* api.put(
+        path,
+        { oidc: { ...body.oidc, client_secret: undefined }, ldap: ldapOff },
+        ifMatch(saved.body)
+      )
+      expect(kept.body).toMatchObject({ revision: "2", oidc: { client_secret_configured: true } })
+      const cleared = yield* api.put(
+        path,
+        { oidc: { ...body.oidc, client_secret: "" }, ldap: ldapOff },
+        ifMatch(kept.body)
+      )
+      expect(cleared.status).toBe(400)
+      expect(cleared.body["error_description"]).toContain("oidc.client_secret: required when oidc.enabled is true")
+      expect((yield* api.put(path, { oidc: oidcOff, ldap: ldapOff }, ifMatch(saved.body))).status).toBe(412)
+    })
+  )
+
+  it.scoped("refuses bad input precisely and writes nothing", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ kind })
+      const api = managementApi(gateway, yield* adminToken(gateway))
+      const zero = { "if-match": '"0"' }
+      for (const [body, message] of [
+        [{ oidc: oidcOff }, "ldap"],
+        [{ oidc: { ...oidcOff, surprise: 1 }, ldap: ldapOff }, "surprise"],
+        [{ oidc: { enabled: "yes" }, ldap: ldapOff }, "oidc.enabled"],
+        [{ oidc: { enabled: false, issuer: "http://login.example.com" }, ldap: ldapOff }, "must be an https URL"],
+        [
+          { oidc: { enabled: false, issuer: "https://user:pw@login.example.com" }, ldap: ldapOff },
+          "must not carry credentials"
+        ],
+        [{ oidc: { enabled: true }, ldap: ldapOff }, "oidc.issuer: required when oidc.enabled is true"],
+        [{ oidc: { enabled: false, tenant_claim: "tid" }, ldap: ldapOff }, "both or neither"],
+        [{ oidc: oidcOff, ldap: { enabled: false, ca_pem: "not a certificate" } }, "PEM"],
+        [{ oidc: oidcOff, ldap: { enabled: false, group_search_base: "ou=groups" } }, "all four or none"],
+        [{ oidc: oidcOff, ldap: { enabled: true } }, "ldap.url: required"]
+      ] as const) {
+        const answer = yield* api.put(path, body, zero)
+        expect([message, answer.status, answer.body["error"]]).toEqual([message, 400, "invalid_request"])
+        expect(String(answer.body["error_description"])).toContain(message)
+      }
+      expect((yield* api.put(path, "{not json", zero)).status).toBe(400)
+      expect((yield* api.get(path)).body["revision"]).toBe("0")
+    })
+  )
+
+  it.scoped("two saves at the same revision: exactly one wins, the other gets 412", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ kind })
+      const api = managementApi(gateway, yield* adminToken(gateway))
+      const answers = yield* Effect.all(
+        [1, 2, 3, 4].map((n) =>
+          api.put(path, { oidc: { enabled: false, client_id: `c${n}` }, ldap: ldapOff }, { "if-match": '"0"' })
+        ),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.map((answer) => answer.status).sort()).toEqual([200, 412, 412, 412])
+      expect((yield* api.get(path)).body["revision"]).toBe("1")
+    })
+  )
+})
+
+describe("a stored OIDC connection", () => {
+  it.scoped("is refused when the configuration file sets auth.sso.upstream (409 managed_in_configuration)", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({
+        env: { SECRET: "x" },
+        auth: () => ({
+          sso: {
+            upstream: {
+              protocol: "oidc",
+              issuer: "https://login.example.com",
+              client_id: "g",
+              client_secret_env: "SECRET"
+            }
+          }
+        })
+      })
+      const api = managementApi(gateway, yield* adminToken(gateway))
+      const answer = yield* api.put(
+        path,
+        {
+          oidc: { enabled: true, issuer: "https://other.example.com", client_id: "g", client_secret: "s" },
+          ldap: ldapOff
+        },
+        { "if-match": '"0"' }
+      )
+      expect(answer.status).toBe(409)
+      expect(answer.body["error"]).toBe("managed_in_configuration")
+    })
+  )
+
+  it.scoped(
+    "signs people in at once; replacing it revokes their sessions, refresh tokens and browser sign-ins",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        const provider = yield* Effect.acquireRelease(
+          Effect.promise(() => startOidcProvider({ redirectUri: `http://127.0.0.1:${port}/sso/callback` })),
+          (started) => Effect.promise(() => started.close())
+        )
+        provider.accounts.set("root-sub", { name: "Root", groups: ["ops"] })
+        const logs = new LogCapture()
+        const gateway = yield* oauthGateway({ port, logs, auth: () => ({ sso: { bootstrap_subjects: ["root-sub"] } }) })
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const connection = {
+          enabled: true,
+          issuer: provider.issuer,
+          client_id: provider.clientId,
+          client_secret: provider.clientSecret,
+          scopes: ["openid", "profile", "corp"],
+          name_claim: "name",
+          groups_claim: "groups",
+          ca_pem: provider.ca.caPem
+        }
+        const saved = yield* api.put(path, { oidc: connection, ldap: ldapOff }, { "if-match": '"0"' })
+        expect(saved.status).toBe(200)
+
+        const done = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
+        const code = callbackParams(done.last).get("code")!
+        const tokens = yield* Effect.promise(() =>
+          exchange(
+            gateway.baseUrl,
+            {
+              code,
+              verifier: done.verifier,
+              redirectUri: "http://127.0.0.1:50000/callback",
+              clientId: "cli",
+              callback: new URLSearchParams()
+            },
+            { scope: "offline_access" }
+          )
+        )
+        expect(tokens.response.status).toBe(200)
+
+        // Replaced (another display-name claim): everything held under the old connection ends.
+        const replaced = yield* api.put(
+          path,
+          { oidc: { ...connection, name_claim: "sub" }, ldap: ldapOff },
+          ifMatch(saved.body)
+        )
+        expect(replaced.status).toBe(200)
+        const refreshed = yield* Effect.promise(() => refresh(gateway.baseUrl, String(tokens.body["refresh_token"])))
+        expect(refreshed.body["error"]).toBe("invalid_grant")
+        expect(logs.events("identity.providers_updated").at(-1)).toMatchObject({
+          replaced: ["oidc"],
+          revoked: [expect.objectContaining({ connection: "oidc", users: 1 })]
+        })
+        // The browser's sign-in is gone too: a new authorization shows the sign-in page again.
+        const again = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub", done.browser))
+        expect(again.callback).toBeDefined()
+        expect(callbackParams(again.last).get("code")).toEqual(expect.any(String))
+      }),
+    60_000
+  )
+})
