@@ -1,7 +1,13 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Schema } from "effect"
 import type { Caller } from "../bearer/caller.js"
-import { IdentityProvidersBody, IdentityProvidersRecord } from "../identity/providers/settings.js"
+import { ConnectionDraftBody } from "../identity/providers/draft.js"
+import {
+  IdentityProvidersBody,
+  IdentityProvidersRecord,
+  ProbeRecord,
+  TestRecord
+} from "../identity/providers/settings.js"
 import type { UserRow } from "../store/users.js"
 import { version } from "../version.js"
 import {
@@ -123,6 +129,38 @@ export class IdentityProvidersApi extends HttpApiGroup.make("identityProviders")
       .annotate(
         OpenApi.Summary,
         "Replaces both connections (If-Match, initially 0); applies at once; a replaced or disabled connection's sessions are revoked"
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("probe", "/identity-providers/probe")
+      .setPayload(ConnectionDraftBody)
+      .addSuccess(ProbeRecord)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(
+        OpenApi.Summary,
+        "Checks that a draft connection answers (discovery and keys, or TLS and bind); saves nothing"
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/identity-providers/test")
+      .setPayload(ConnectionDraftBody)
+      .addSuccess(TestRecord)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(
+        OpenApi.Summary,
+        "Tries a draft connection: OIDC answers a one-use start_url to open in a browser; LDAP signs username in and answers the result"
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("testResult", "/identity-providers/tests/:id")
+      .setPath(IdPath)
+      .addSuccess(TestRecord)
+      .addError(NotFound)
+      .annotate(
+        OpenApi.Summary,
+        "An OIDC connection test's result, for the administrator who started it, for 5 minutes"
       )
   )
   .addError(BadRequest)

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import type { SessionGuard } from "../bearer/caller.js"
 import { SecurityLog } from "../events/security-log.js"
 import { LocalAccounts } from "../identity/local/accounts.js"
+import { ConnectionTests } from "../identity/providers/connection-tests.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { ClientGrantRepo } from "../store/client-grants.js"
 import { LocalCredentialRepo } from "../store/local-credentials.js"
@@ -33,6 +34,7 @@ export const authBaseLayer = Layer.mergeAll(
   SessionGuardLive,
   LocalAccounts.Default,
   PendingAuthorizations.Default,
+  ConnectionTests.Default,
   LoginThrottle.Default,
   SessionMaintenance
 ).pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(SecurityLog.Default))
@@ -41,6 +43,7 @@ export type AuthBaseServices =
   | SessionGuard
   | LocalAccounts
   | PendingAuthorizations
+  | ConnectionTests
   | LoginThrottle
   | SecurityLog
   | SessionCache

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { Config } from "../config/service.js"
 import { otherMethods } from "../http/methods.js"
 import { authorizeEndpoint } from "./authorize/endpoint.js"
+import { connectionTestStartEndpoint } from "./login/connection-test.js"
 import { consentEndpoint } from "./login/consent.js"
 import { localLoginEndpoint } from "./login/local.js"
 import { enrollEndpoint, mfaEndpoint } from "./login/mfa.js"
@@ -22,6 +23,7 @@ export const ssoPaths = {
   token: "/sso/token",
   localLogin: "/sso/login/local",
   upstreamLogin: "/sso/login/upstream",
+  connectionTest: "/sso/login/test",
   callback: "/sso/callback",
   mfa: "/sso/mfa",
   enroll: "/sso/mfa/enroll",
@@ -53,6 +55,7 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.post(ssoPaths.localLogin, builtinOnly(localLoginEndpoint)),
     HttpRouter.get(ssoPaths.upstreamLogin, builtinOnly(upstreamStartEndpoint)),
     HttpRouter.get(ssoPaths.callback, builtinOnly(upstreamCallbackEndpoint)),
+    HttpRouter.get(ssoPaths.connectionTest, builtinOnly(connectionTestStartEndpoint)),
     HttpRouter.post(ssoPaths.mfa, builtinOnly(mfaEndpoint)),
     HttpRouter.post(ssoPaths.enroll, builtinOnly(enrollEndpoint)),
     HttpRouter.post(ssoPaths.consent, builtinOnly(consentEndpoint)),
@@ -68,6 +71,7 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.localLogin, ["POST"]),
     otherMethods(ssoPaths.upstreamLogin, ["GET"]),
     otherMethods(ssoPaths.callback, ["GET"]),
+    otherMethods(ssoPaths.connectionTest, ["GET"]),
     otherMethods(ssoPaths.mfa, ["POST"]),
     otherMethods(ssoPaths.enroll, ["POST"]),
     otherMethods(ssoPaths.consent, ["POST"]),

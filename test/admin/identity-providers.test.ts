@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { adminToken, ifMatch, managementApi } from "../support/admin-api.js"
+import { addLocalUser, adminToken, ifMatch, managementApi, signInForAdminToken } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
 import { signInThroughUpstream } from "../support/enterprise-sign-in.js"
 import { freePort } from "../support/gateway-process.js"
@@ -220,6 +220,91 @@ describe("a stored OIDC connection", () => {
         const again = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub", done.browser))
         expect(again.callback).toBeDefined()
         expect(callbackParams(again.last).get("code")).toEqual(expect.any(String))
+      }),
+    60_000
+  )
+})
+
+describe("trying a draft OIDC connection (probe and test)", () => {
+  it.scoped(
+    "probe reports discovery and keys without saving; a test's one-use start_url signs in at the provider and only its owner reads the result",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        const provider = yield* Effect.acquireRelease(
+          Effect.promise(() => startOidcProvider({ redirectUri: `http://127.0.0.1:${port}/sso/callback` })),
+          (started) => Effect.promise(() => started.close())
+        )
+        provider.accounts.set("tester", { name: "Tess", groups: ["qa"] })
+        const gateway = yield* oauthGateway({ port })
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const draft = {
+          enabled: true,
+          issuer: provider.issuer,
+          client_id: provider.clientId,
+          client_secret: provider.clientSecret,
+          scopes: ["openid", "profile", "corp"],
+          groups_claim: "groups",
+          ca_pem: provider.ca.caPem
+        }
+        const probed = yield* api.post(`${path}/probe`, { source: "oidc", oidc: draft })
+        expect(probed.status).toBe(200)
+        expect(probed.body).toMatchObject({
+          source: "oidc",
+          reachable: true,
+          issuer: provider.issuer,
+          token_endpoint: expect.stringContaining(provider.issuer),
+          signing_keys: 1
+        })
+        const unreachable = yield* api.post(`${path}/probe`, {
+          source: "oidc",
+          oidc: { ...draft, issuer: "https://127.0.0.1:1" }
+        })
+        expect(unreachable.body).toMatchObject({ reachable: false, reason: "discovery_failed" })
+        const untrusted = yield* api.post(`${path}/probe`, { source: "oidc", oidc: { ...draft, ca_pem: undefined } })
+        expect(untrusted.body).toMatchObject({ reachable: false, reason: "discovery_failed" })
+        expect((yield* api.post(`${path}/probe`, { source: "oidc" })).status).toBe(400)
+        expect((yield* api.get(path)).body["revision"]).toBe("0")
+
+        const started = yield* api.post(`${path}/test`, { source: "oidc", oidc: draft })
+        expect(started.body).toMatchObject({ source: "oidc", status: "waiting", start_url: expect.any(String) })
+        const id = String(started.body["id"])
+        expect((yield* api.get(`${path}/tests/${id}`)).body["status"]).toBe("waiting")
+        const startUrl = String(started.body["start_url"])
+        expect(startUrl.startsWith(`${gateway.baseUrl}/sso/login/test?`)).toBe(true)
+        const toProvider = yield* Effect.promise(() => fetch(startUrl, { redirect: "manual" }))
+        expect(toProvider.status).toBe(303)
+        provider.nextLogin = { accountId: "tester" }
+        const callback = yield* Effect.promise(() => provider.signIn(toProvider.headers.get("location")!))
+        const finished = yield* Effect.promise(() => fetch(callback, { redirect: "manual" }))
+        expect(yield* Effect.promise(() => finished.text())).toContain("Connection test succeeded")
+        const result = yield* api.get(`${path}/tests/${id}`)
+        expect(result.body).toMatchObject({
+          status: "succeeded",
+          identity: { subject: "tester", groups: ["qa"] }
+        })
+        // One use only; nobody was created; an unknown id is 404.
+        expect((yield* Effect.promise(() => fetch(startUrl, { redirect: "manual" }))).status).toBe(400)
+        const listed = (yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+        expect(listed.filter((user) => user["kind"] === "enterprise")).toEqual([])
+        expect((yield* api.get(`${path}/tests/unknown`)).status).toBe(404)
+        // Another administrator does not see it.
+        const otherId = yield* addLocalUser(gateway, "second-admin", "another long password 42")
+        const other = ((yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>).find(
+          (user) => user["id"] === otherId
+        )!
+        const promoted = yield* api.put(
+          `/api/v1/identities/${otherId}`,
+          { enabled: true, groups: ["administrators"] },
+          ifMatch(other)
+        )
+        expect(promoted.status).toBe(200)
+        const second = yield* signInForAdminToken(gateway, "second-admin", "another long password 42")
+        const otherApi = managementApi(gateway, String(second["access_token"]))
+        expect((yield* otherApi.get(`${path}/tests/${id}`)).status).toBe(404)
+        // A save ends the test.
+        expect((yield* api.put(path, { oidc: oidcOff, ldap: ldapOff }, { "if-match": '"0"' })).status).toBe(200)
+        expect((yield* api.get(`${path}/tests/${id}`)).status).toBe(404)
       }),
     60_000
   )

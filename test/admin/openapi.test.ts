@@ -25,7 +25,10 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/identities/groups/{id}",
       "/api/v1/identities/{id}",
       "/api/v1/identities/{id}/effective-access",
-      "/api/v1/identity-providers"
+      "/api/v1/identity-providers",
+      "/api/v1/identity-providers/probe",
+      "/api/v1/identity-providers/test",
+      "/api/v1/identity-providers/tests/{id}"
     ])
     const update = committed.paths["/api/v1/identities/{id}"].put
     expect(update.security).toEqual([{ bearer: [] }])

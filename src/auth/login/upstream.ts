@@ -3,6 +3,7 @@ import { Clock, Effect, Option } from "effect"
 import { Config } from "../../config/service.js"
 import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
 import { securityEvent } from "../../events/security-log.js"
+import { ConnectionTests } from "../../identity/providers/connection-tests.js"
 import type { UpstreamRefused } from "../../identity/upstream/flow.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import { PolicyWrites } from "../../policy/writes.js"
@@ -13,21 +14,12 @@ import { seeOther } from "../pages/html.js"
 import { messagePage } from "../pages/message.js"
 import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
 import { type AuthSettings, authSettings } from "../settings.js"
+import { finishConnectionTest } from "./connection-test.js"
 import { accountAccessRequired, afterAuthentication, clientRedirect } from "./finish.js"
-import { answerPage, PageResponse } from "./page-response.js"
+import { answerPage } from "./page-response.js"
+import { page, queryOf, single } from "./query.js"
 import { stagePage } from "./sign-in.js"
 import { requireCsrf, requireSameOrigin, requireTransaction } from "./transaction.js"
-
-const queryOf = Effect.map(HttpServerRequest.HttpServerRequest, (request) => new URL(request.url, "http://gateway"))
-
-/** One query parameter given once, or undefined. */
-const single = (url: URL, name: string) => {
-  const found = OAuthParams.fromSearch(url.searchParams).single(name)
-  return found._tag === "Value" ? found.value : undefined
-}
-
-const page = (title: string, text: string, status: number) =>
-  new PageResponse({ response: messagePage(title, text, status) })
 
 /** The security log line of a refused enterprise sign-in (docs/operations.md, "Security events"). */
 const refused = (
@@ -108,9 +100,13 @@ export const upstreamCallbackEndpoint = answerPage(
     const settings = yield* authSettings
     const upstream = yield* UpstreamSignIn
     const url = yield* queryOf
+    const state = single(url, "state")
+    if (state !== undefined && state.length <= 256) {
+      const test = yield* (yield* ConnectionTests).takeByState(state)
+      if (Option.isSome(test)) return yield* finishConnectionTest(test.value, url)
+    }
     const connection = yield* upstream.current
     if (connection === undefined) return yield* page("Not available", "Enterprise sign-in is not configured.", 404)
-    const state = single(url, "state")
     const found =
       state === undefined || state.length > 256
         ? Option.none<LoginTransaction>()

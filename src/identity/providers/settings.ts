@@ -136,3 +136,39 @@ export const enabledProblems = (
   }
   return problems
 }
+
+/** `POST …/probe`: whether the draft connection answers, and what it published. */
+export const ProbeRecord = Schema.Struct({
+  source: Schema.Literal("oidc", "ldap"),
+  reachable: Schema.Boolean,
+  reason: Schema.optional(Schema.String),
+  detail: Schema.optional(Schema.String),
+  issuer: Schema.optional(Schema.String),
+  authorization_endpoint: Schema.optional(Schema.String),
+  token_endpoint: Schema.optional(Schema.String),
+  signing_keys: Schema.optional(Schema.Number)
+}).annotations({ identifier: "ConnectionProbe" })
+
+/** Who a test sign-in found (nothing stored, no one created). */
+export const TestIdentity = Schema.Struct({
+  subject: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  groups: Schema.Array(Schema.String),
+  departments: Schema.Array(Schema.String),
+  acr: Schema.NullOr(Schema.String),
+  auth_time: Schema.NullOr(Schema.Number)
+})
+
+/** A connection test: for OIDC its one-use `start_url` and then its result; for LDAP the result at once. */
+export const TestRecord = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  source: Schema.Literal("oidc", "ldap"),
+  status: Schema.Literal("waiting", "succeeded", "failed"),
+  start_url: Schema.optional(Schema.String),
+  expires_at: Schema.optional(Schema.String),
+  identity: Schema.optional(TestIdentity),
+  reason: Schema.optional(Schema.String),
+  check: Schema.optional(Schema.String),
+  detail: Schema.optional(Schema.String)
+}).annotations({ identifier: "ConnectionTest" })
+export type TestRecord = typeof TestRecord.Type

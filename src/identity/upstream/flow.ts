@@ -230,3 +230,35 @@ const identityOrRefusal = (connection: UpstreamConnection, claims: Record<string
     ? Effect.fail(new UpstreamRefused({ reason: identity }))
     : Effect.succeed(identity)
 }
+
+/** What a probe of an OIDC connection found (docs/enterprise-sign-in.md, "Trying a connection"). */
+export interface ProbeFindings {
+  readonly issuer: string
+  readonly authorizationEndpoint: string | undefined
+  readonly tokenEndpoint: string | undefined
+  readonly signingKeys: number
+}
+
+/**
+ * Connectivity only: discovery (issuer echoed, S256 offered) and the key set, through the same
+ * transport as sign-in. Nothing is signed in, nothing is kept.
+ */
+export const probeConnection = (connection: UpstreamConnection): Effect.Effect<ProbeFindings, UpstreamRefused> =>
+  Effect.gen(function* () {
+    const server = yield* discover(connection)
+    const keys = yield* attemptStep("discovery_failed", async () => {
+      if (server.jwks_uri === undefined) throw new Error("the discovery document names no jwks_uri")
+      const response = await fetchOf(connection)(server.jwks_uri, { headers: { accept: "application/json" } })
+      const body: unknown = await response.json().catch(() => undefined)
+      if (response.status !== 200 || !isRecord(body) || !Array.isArray(body["keys"])) {
+        throw new Error(`the key set at jwks_uri answered HTTP ${response.status} without a "keys" array`)
+      }
+      return body["keys"].length
+    })
+    return {
+      issuer: server.issuer,
+      authorizationEndpoint: server.authorization_endpoint,
+      tokenEndpoint: server.token_endpoint,
+      signingKeys: keys
+    }
+  })

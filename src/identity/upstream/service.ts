@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Redacted, Ref } from "effect"
 import type * as oauth from "oauth4webapi"
 import { readCaBundle } from "../../bearer/external-jwks-fetch.js"
 import { Config } from "../../config/service.js"
-import { oidcNamespace } from "../providers/namespaces.js"
+import { oidcConnectionOf } from "../providers/draft.js"
 import { IdentityProviders } from "../providers/service.js"
 import type { UpstreamIdentity } from "./claims.js"
 import { connectionOf, type UpstreamConnection } from "./connection.js"
@@ -71,20 +71,7 @@ export const UpstreamSignInLive = Layer.effect(
         ? Effect.succeed(configured)
         : Effect.map(stored.current, ({ settings: { oidc }, oidcClientSecret }) =>
             oidc.enabled && oidc.issuer !== undefined && oidc.client_id !== undefined && oidcClientSecret !== undefined
-              ? {
-                  ...connectionOf(
-                    {
-                      ...oidc,
-                      protocol: "oidc",
-                      issuer: oidc.issuer,
-                      client_id: oidc.client_id,
-                      client_secret_env: ""
-                    },
-                    oidcClientSecret,
-                    oidc.ca_pem
-                  ),
-                  namespace: oidcNamespace(oidc)
-                }
+              ? oidcConnectionOf({ ...oidc, issuer: oidc.issuer, client_id: oidc.client_id }, oidcClientSecret)
               : undefined
           )
 
