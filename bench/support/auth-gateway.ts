@@ -54,10 +54,18 @@ export interface AuthBenchGateway {
  * The gateway in this process (production base layer and generation on a loopback listener), so the
  * bench can arrange sessions through the repositories. One client `cli`; the store of `kind`.
  */
-export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<AuthBenchGateway> => {
+export const startAuthGateway = async (
+  kind: "sqlite" | "postgres",
+  options: {
+    readonly port?: number
+    /** Keys of `auth.sso` besides the client (an upstream, bootstrap subjects). */
+    readonly sso?: Record<string, unknown>
+    readonly env?: Record<string, string>
+  } = {}
+): Promise<AuthBenchGateway> => {
   const scope = Effect.runSync(Scope.make())
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-auth-"))
-  const port = await freePort()
+  const port = options.port ?? (await freePort())
   const origin = `http://127.0.0.1:${port}`
   const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(Scope.extend(effect, scope))
   const storage = await run(storageOf(kind, dir))
@@ -65,13 +73,16 @@ export const startAuthGateway = async (kind: "sqlite" | "postgres"): Promise<Aut
     server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp` },
     auth: {
       issuer: `${origin}/sso`,
-      sso: { clients: [{ id: "cli", redirect_uris: ["http://127.0.0.1/cb"], resources: [`${origin}/mcp`] }] }
+      sso: {
+        clients: [{ id: "cli", redirect_uris: ["http://127.0.0.1/cb"], resources: [`${origin}/mcp`] }],
+        ...options.sso
+      }
     },
     storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
     admin: { listen: `127.0.0.1:${await freePort()}` },
     log_level: "error"
   }
-  const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), {})
+  const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), options.env ?? {})
   if (Either.isLeft(parsed)) throw new Error(parsed.left.message)
   const key = Effect.runSync(parseConfigKey(randomBytes(32).toString("base64")))
   const base = await run(Layer.build(baseLayer(parsed.right.config, key)))
