@@ -23,7 +23,8 @@ const statusOf: Record<RefusalCode, ApiStatus> = {
   builtin_administrator_required: 403,
   last_administrator: 409,
   name_taken: 409,
-  precondition_failed: 412
+  precondition_failed: 412,
+  stale_version: 409
 }
 
 const answerRefusal = (refused: PolicyRefused) => apiError(statusOf[refused.code], refused.code, refused.description)

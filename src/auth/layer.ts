@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import type { SessionGuard } from "../bearer/caller.js"
 import { SecurityLog } from "../events/security-log.js"
 import { LocalAccounts } from "../identity/local/accounts.js"
+import { DirectoryPushGuard } from "../identity/directory/push-guard.js"
 import { ConnectionTests } from "../identity/providers/connection-tests.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { ClientGrantRepo } from "../store/client-grants.js"
@@ -35,6 +36,7 @@ export const authBaseLayer = Layer.mergeAll(
   LocalAccounts.Default,
   PendingAuthorizations.Default,
   ConnectionTests.Default,
+  DirectoryPushGuard.Default,
   LoginThrottle.Default,
   SessionMaintenance
 ).pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(SecurityLog.Default))
@@ -44,6 +46,7 @@ export type AuthBaseServices =
   | LocalAccounts
   | PendingAuthorizations
   | ConnectionTests
+  | DirectoryPushGuard
   | LoginThrottle
   | SecurityLog
   | SessionCache

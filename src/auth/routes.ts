@@ -3,6 +3,7 @@ import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Effect } from "effect"
 import { Config } from "../config/service.js"
 import { otherMethods } from "../http/methods.js"
+import { directoryEndpoint } from "../identity/directory/endpoint.js"
 import { authorizeEndpoint } from "./authorize/endpoint.js"
 import { connectionTestStartEndpoint } from "./login/connection-test.js"
 import { consentEndpoint } from "./login/consent.js"
@@ -24,6 +25,7 @@ export const ssoPaths = {
   localLogin: "/sso/login/local",
   upstreamLogin: "/sso/login/upstream",
   connectionTest: "/sso/login/test",
+  directory: "/sso/directory",
   callback: "/sso/callback",
   mfa: "/sso/mfa",
   enroll: "/sso/mfa/enroll",
@@ -56,6 +58,7 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.get(ssoPaths.upstreamLogin, builtinOnly(upstreamStartEndpoint)),
     HttpRouter.get(ssoPaths.callback, builtinOnly(upstreamCallbackEndpoint)),
     HttpRouter.get(ssoPaths.connectionTest, builtinOnly(connectionTestStartEndpoint)),
+    HttpRouter.put(ssoPaths.directory, builtinOnly(directoryEndpoint)),
     HttpRouter.post(ssoPaths.mfa, builtinOnly(mfaEndpoint)),
     HttpRouter.post(ssoPaths.enroll, builtinOnly(enrollEndpoint)),
     HttpRouter.post(ssoPaths.consent, builtinOnly(consentEndpoint)),
@@ -72,6 +75,7 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.upstreamLogin, ["GET"]),
     otherMethods(ssoPaths.callback, ["GET"]),
     otherMethods(ssoPaths.connectionTest, ["GET"]),
+    otherMethods(ssoPaths.directory, ["PUT"]),
     otherMethods(ssoPaths.mfa, ["POST"]),
     otherMethods(ssoPaths.enroll, ["POST"]),
     otherMethods(ssoPaths.consent, ["POST"]),

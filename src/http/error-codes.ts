@@ -42,7 +42,12 @@ export const errorCodes = [
   "name_taken",
   "precondition_failed",
   "precondition_required",
-  "managed_in_configuration"
+  "managed_in_configuration",
+  // Directory snapshots (PUT /sso/directory)
+  "stale_version",
+  "invalid_snapshot",
+  "no_identity_provider",
+  "too_many_requests"
 ] as const
 
 export type ErrorCode = (typeof errorCodes)[number]

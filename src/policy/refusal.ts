@@ -13,6 +13,8 @@ export type RefusalCode =
   | "builtin_administrator_required"
   | "builtin_group"
   | "name_taken"
+  /** A directory snapshot whose version does not exceed the last applied one (docs/directory.md). */
+  | "stale_version"
 
 export class PolicyRefused extends Data.TaggedError("PolicyRefused")<{
   readonly code: RefusalCode

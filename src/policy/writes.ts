@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, FiberRef, HashMap, Option } from "effect"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
-import { GroupRepo, type GroupRow } from "../store/groups.js"
+import { DirectoryRepo } from "../store/directory.js"
+import { GroupRepo, type GroupRow, type OrganizationGroup } from "../store/groups.js"
 import { MembershipRepo, type MembershipSource } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SessionRepo } from "../store/sessions.js"
@@ -45,14 +46,19 @@ export interface EnterpriseSignIn {
   readonly namespace: string
   readonly subject: string
   readonly name: string | undefined
-  /** Organization groups and departments by their upstream names (which are their stable ids there). */
-  readonly groups: ReadonlyArray<string>
-  readonly departments: ReadonlyArray<string>
+  /** Organization groups and departments: their stable id at the upstream and the name shown. */
+  readonly groups: ReadonlyArray<OrganizationGroup>
+  readonly departments: ReadonlyArray<OrganizationGroup>
   /** The subject is in `auth.sso.bootstrap_subjects`. */
   readonly bootstrap: boolean
 }
 
-const named = (ids: ReadonlyArray<string>) => ids.map((externalId) => ({ externalId, name: externalId }))
+/** What a policy write did: its result, what the in-memory policy must drop, and its log line. */
+export interface PolicyOutcome<A> {
+  readonly value: A
+  readonly change: PolicyChange
+  readonly event?: { readonly name: string; readonly fields: Record<string, unknown> }
+}
 
 /** Memberships per user (docs/management-api.md, "Endpoints"). */
 export const MAX_MEMBERSHIPS = 256
@@ -86,14 +92,11 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     const versions = yield* PolicyVersionRepo
     const audit = yield* AuditEventRepo
     const sessions = yield* SessionRepo
+    const directory = yield* DirectoryRepo
     const state = yield* AccessState
     const roleScopes = new Set(roleScopeNames(state.settings.roleScopes))
 
-    interface Outcome<A> {
-      readonly value: A
-      readonly change: PolicyChange
-      readonly event?: { readonly name: string; readonly fields: Record<string, unknown> }
-    }
+    type Outcome<A> = PolicyOutcome<A>
 
     /** Runs `work` in the policy transaction, then tells the in-memory policy and the log. */
     const transaction = <A>(work: Effect.Effect<Outcome<A>, PolicyRefused, SqlClient.SqlClient>) =>
@@ -413,31 +416,44 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
             id = found.value.id
             yield* users.setDisplayName(id, name, at)
           }
-          const groupIds = yield* groups.upsertOrganizationGroups(
-            identity.namespace,
-            "group",
-            named(identity.groups),
-            at
-          )
-          const departmentIds = yield* groups.upsertOrganizationGroups(
-            identity.namespace,
-            "department",
-            named(identity.departments),
-            at
-          )
-          yield* memberships.replace(id, "claims", [...groupIds, ...departmentIds], at)
-          yield* users.setUpstreamState(id, { verifiedAt: at })
+          // A provider whose directory pushes snapshots owns its people's memberships and activity
+          // there (docs/directory.md): sign-in neither changes them nor counts as verifying them, and
+          // someone the directory has not listed yet is inactive.
+          const directoryMode = (yield* directory.version(identity.namespace)) !== undefined
+          let groupCount = 0
+          if (directoryMode) {
+            if (Option.isNone(found)) yield* users.setUpstreamState(id, { directoryActive: false })
+          } else {
+            const groupIds = yield* groups.upsertOrganizationGroups(identity.namespace, "group", identity.groups, at)
+            const departmentIds = yield* groups.upsertOrganizationGroups(
+              identity.namespace,
+              "department",
+              identity.departments,
+              at
+            )
+            groupCount = groupIds.length + departmentIds.length
+            yield* memberships.replace(id, "claims", [...groupIds, ...departmentIds], at)
+            yield* users.setUpstreamState(id, { verifiedAt: at })
+          }
           const user = yield* users.findById(id)
           return {
             value: Option.getOrThrow(user),
-            change: { users: [id], groups: groupIds.length + departmentIds.length > 0 },
+            change: { users: [id], groups: groupCount > 0 },
             ...(event === undefined ? {} : { event })
           }
         })
       )
     })
 
-    return { updateUser, createGroup, updateGroup, setUpstreamMemberships, admitEnterpriseUser } as const
+    return {
+      updateUser,
+      createGroup,
+      updateGroup,
+      setUpstreamMemberships,
+      admitEnterpriseUser,
+      /** Another policy write (a directory snapshot) in the same transaction discipline. */
+      run: transaction
+    } as const
   })
 }) {}
 

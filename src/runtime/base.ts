@@ -4,11 +4,13 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
+import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
 import { AuditEventRepo } from "../store/audit-events.js"
+import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
@@ -16,12 +18,13 @@ import { MembershipRepo } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SigningKeyRepo } from "../store/signing-keys.js"
 
-/** The repositories of the access policy: groups, memberships, the audit trail and the version counter. */
+/** The repositories of the access policy: groups, memberships, directory versions, the audit trail and the version counter. */
 export const policyRepositories = Layer.mergeAll(
   GroupRepo.Default,
   MembershipRepo.Default,
   PolicyVersionRepo.Default,
-  AuditEventRepo.Default
+  AuditEventRepo.Default,
+  DirectoryRepo.Default
 )
 
 /**
@@ -40,5 +43,5 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   )
   // The stored identity connections: applied at once, so process-wide like the policy.
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
-  return connections.pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
+  return Layer.mergeAll(connections, DirectorySnapshots.Default).pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

@@ -6,6 +6,7 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/calls/tool-calls.js"
@@ -18,6 +19,7 @@ import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import type { PolicyWrites } from "../policy/writes.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
+import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
 import type { MembershipRepo } from "../store/memberships.js"
@@ -48,6 +50,8 @@ export type BaseServices =
   | AuditEventRepo
   | IdentityProviders
   | IdentityProviderRepo
+  | DirectorySnapshots
+  | DirectoryRepo
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -20,7 +20,7 @@ export interface NewAuditEvent {
   readonly at: Date
   readonly actorId: string | undefined
   readonly action: string
-  readonly targetKind: "user" | "group" | "identity_providers"
+  readonly targetKind: "user" | "group" | "identity_providers" | "directory"
   readonly targetId: string
   readonly detail: Record<string, unknown>
   readonly requestId: string | undefined

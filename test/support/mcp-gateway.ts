@@ -64,6 +64,8 @@ export interface TestGatewayOptions {
   readonly clock?: Clock.Clock
   /** Collects the gateway's log lines (info and up) instead of keeping it quiet. */
   readonly logs?: LogCapture
+  /** Environment the configuration is read with (variables named by `*_env` keys). */
+  readonly env?: Record<string, string>
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -79,7 +81,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     ...patch
   })
   const load = (patch: Record<string, unknown>) => {
-    const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document(patch)), {})
+    const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document(patch)), options.env ?? {})
     if (Either.isLeft(parsed)) throw new Error(parsed.left.message)
     return parsed.right
   }

@@ -143,8 +143,9 @@ export const upstreamCallbackEndpoint = answerPage(
         namespace: connection.namespace,
         subject: identity.subject,
         name: identity.name,
-        groups: identity.groups,
-        departments: identity.departments,
+        // A claimed group's name is its id at the provider (a directory snapshot may name it later).
+        groups: identity.groups.map((name) => ({ externalId: name, name })),
+        departments: identity.departments.map((name) => ({ externalId: name, name })),
         bootstrap: config.auth.sso.bootstrap_subjects.includes(identity.subject)
       },
       new Date(yield* Clock.currentTimeMillis)

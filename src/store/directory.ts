@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { StoredBoolean, toStoredBoolean } from "./columns.js"
+import { toStoredTimestamp } from "./timestamp.js"
+
+const Version = Schema.Array(Schema.Struct({ version: Schema.Union(Schema.Number, Schema.NumberFromString) }))
+const OrganizationGroupRow = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literal("group", "department"),
+  external_id: Schema.String,
+  name: Schema.String
+})
+const DirectoryUserRow = Schema.Struct({
+  id: Schema.String,
+  external_subject: Schema.String,
+  display_name: Schema.String,
+  directory_active: StoredBoolean
+})
+export type DirectoryUserRow = typeof DirectoryUserRow.Type
+const Pair = Schema.Struct({ user_id: Schema.String, group_id: Schema.String })
+
+/** Rows per statement in bulk writes: well under both dialects' bound-parameter limits. */
+const CHUNK = 1_000
+
+const chunks = <A>(items: ReadonlyArray<A>, size = CHUNK): ReadonlyArray<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let index = 0; index < items.length; index += size) out.push(items.slice(index, index + size))
+  return out
+}
+
+export interface NewDirectoryUser {
+  readonly id: string
+  readonly subject: string
+  readonly name: string
+  readonly active: boolean
+}
+
+/**
+ * The bulk reads and writes of a directory snapshot (docs/directory.md), run inside the policy
+ * transaction by src/identity/directory/apply.ts: whole-namespace reads, then only what changed is
+ * written, in chunks.
+ */
+export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/DirectoryRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const die = Effect.orDie
+
+    const version = Effect.fn("DirectoryRepo.version")(function* (provider: string) {
+      const rows = yield* sql`SELECT version FROM directory_versions WHERE provider = ${provider}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Version)),
+        die
+      )
+      return rows[0]?.version
+    })
+
+    const recordVersion = Effect.fn("DirectoryRepo.recordVersion")(function* (
+      provider: string,
+      next: number,
+      summary: object,
+      at: Date
+    ) {
+      yield* sql`INSERT INTO directory_versions ${sql.insert({
+        provider,
+        version: next,
+        applied_at: toStoredTimestamp(at),
+        summary: JSON.stringify(summary)
+      })} ON CONFLICT (provider) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at,
+        summary = excluded.summary`.pipe(die)
+    })
+
+    const organizationGroups = Effect.fn("DirectoryRepo.organizationGroups")((provider: string) =>
+      sql`SELECT id, kind, external_id, name FROM groups WHERE provider = ${provider} AND kind IN ('group', 'department')`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(OrganizationGroupRow))),
+        die
+      )
+    )
+
+    const insertGroups = Effect.fn("DirectoryRepo.insertGroups")(function* (
+      provider: string,
+      groups: ReadonlyArray<{
+        readonly kind: "group" | "department"
+        readonly externalId: string
+        readonly name: string
+      }>,
+      at: Date
+    ) {
+      const stamp = toStoredTimestamp(at)
+      const created = groups.map((group) => ({ ...group, id: randomUUID() }))
+      for (const part of chunks(created, 500)) {
+        yield* sql`INSERT INTO groups ${sql.insert(
+          part.map((group) => ({
+            id: group.id,
+            name: group.name,
+            provider,
+            kind: group.kind,
+            external_id: group.externalId,
+            managed_locally: 0,
+            builtin: null,
+            enabled: 1,
+            permissions: null,
+            revision: 1,
+            created_at: stamp,
+            updated_at: stamp
+          }))
+        )}`.pipe(die)
+      }
+      return created
+    })
+
+    const renameGroup = Effect.fn("DirectoryRepo.renameGroup")((id: string, name: string, at: Date) =>
+      sql`UPDATE groups SET name = ${name}, updated_at = ${toStoredTimestamp(at)} WHERE id = ${id}`.pipe(die)
+    )
+
+    const users = Effect.fn("DirectoryRepo.users")((namespace: string) =>
+      sql`SELECT id, external_subject, display_name, directory_active FROM users
+        WHERE kind = 'enterprise' AND namespace = ${namespace}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(DirectoryUserRow))),
+        die
+      )
+    )
+
+    /** People the directory names who never signed in: pending, like a first sign-in. */
+    const insertUsers = Effect.fn("DirectoryRepo.insertUsers")(function* (
+      namespace: string,
+      people: ReadonlyArray<NewDirectoryUser>,
+      at: Date
+    ) {
+      const stamp = toStoredTimestamp(at)
+      for (const part of chunks(people, 500)) {
+        yield* sql`INSERT INTO users ${sql.insert(
+          part.map((person) => ({
+            id: person.id,
+            kind: "enterprise",
+            username: null,
+            display_name: person.name,
+            status: "pending",
+            namespace,
+            external_subject: person.subject,
+            directory_active: toStoredBoolean(person.active),
+            membership_verified_at: stamp,
+            created_at: stamp,
+            updated_at: stamp
+          }))
+        )}`.pipe(die)
+      }
+    })
+
+    const setActive = Effect.fn("DirectoryRepo.setActive")(function* (ids: ReadonlyArray<string>, active: boolean) {
+      for (const part of chunks(ids)) {
+        yield* sql`UPDATE users SET directory_active = ${toStoredBoolean(active)} WHERE ${sql.in("id", part)}`.pipe(die)
+      }
+    })
+
+    const setName = Effect.fn("DirectoryRepo.setName")((id: string, name: string) =>
+      sql`UPDATE users SET display_name = ${name} WHERE id = ${id}`.pipe(die)
+    )
+
+    /** The directory confirmed these people's memberships now (`enterprise_membership_max_age` counts from here). */
+    const setVerified = Effect.fn("DirectoryRepo.setVerified")(function* (ids: ReadonlyArray<string>, at: Date) {
+      const stamp = toStoredTimestamp(at)
+      for (const part of chunks(ids)) {
+        yield* sql`UPDATE users SET membership_verified_at = ${stamp} WHERE ${sql.in("id", part)}`.pipe(die)
+      }
+    })
+
+    const memberships = Effect.fn("DirectoryRepo.memberships")((namespace: string) =>
+      sql`SELECT m.user_id, m.group_id FROM memberships m JOIN users u ON u.id = m.user_id
+        WHERE u.kind = 'enterprise' AND u.namespace = ${namespace} AND m.source = 'directory'`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Pair))),
+        die
+      )
+    )
+
+    /** Directory membership takes precedence: sign-in claims of the namespace's people are dropped. */
+    const dropClaims = Effect.fn("DirectoryRepo.dropClaims")((namespace: string) =>
+      sql`DELETE FROM memberships WHERE source = 'claims'
+        AND user_id IN (SELECT id FROM users WHERE kind = 'enterprise' AND namespace = ${namespace})`.pipe(die)
+    )
+
+    const removeMemberships = Effect.fn("DirectoryRepo.removeMemberships")(function* (
+      byUser: ReadonlyMap<string, ReadonlyArray<string>>
+    ) {
+      for (const [userId, groupIds] of byUser) {
+        for (const part of chunks(groupIds)) {
+          yield* sql`DELETE FROM memberships WHERE source = 'directory' AND user_id = ${userId}
+            AND ${sql.in("group_id", part)}`.pipe(die)
+        }
+      }
+    })
+
+    const addMemberships = Effect.fn("DirectoryRepo.addMemberships")(function* (
+      pairs: ReadonlyArray<readonly [string, string]>,
+      at: Date
+    ) {
+      const stamp = toStoredTimestamp(at)
+      for (const part of chunks(pairs, 2_000)) {
+        yield* sql`INSERT INTO memberships ${sql.insert(
+          part.map(([userId, groupId]) => ({
+            user_id: userId,
+            group_id: groupId,
+            source: "directory",
+            created_at: stamp
+          }))
+        )}`.pipe(die)
+      }
+    })
+
+    return {
+      version,
+      recordVersion,
+      organizationGroups,
+      insertGroups,
+      renameGroup,
+      users,
+      insertUsers,
+      setActive,
+      setName,
+      setVerified,
+      memberships,
+      dropClaims,
+      removeMemberships,
+      addMemberships
+    } as const
+  })
+}) {}
