@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs"
 import { arch, availableParallelism, cpus, loadavg, platform } from "node:os"
 import * as authRefresh from "./auth-refresh.js"
 import * as authVerify from "./auth-verify.js"
+import * as directory from "./directory.js"
 import * as enterpriseSignIn from "./enterprise-sign-in.js"
 import * as healthz from "./healthz.js"
 import * as mcp from "./mcp.js"
@@ -12,7 +13,16 @@ import type { Suite } from "./support/suite.js"
 import { formatTable } from "./support/table.js"
 
 /** Every suite, in run order. A new suite is a file exporting `name` and `run`, added here. */
-const suites: ReadonlyArray<Suite> = [startup, healthz, mcp, policy, authVerify, authRefresh, enterpriseSignIn]
+const suites: ReadonlyArray<Suite> = [
+  startup,
+  healthz,
+  mcp,
+  policy,
+  authVerify,
+  authRefresh,
+  enterpriseSignIn,
+  directory
+]
 
 const picked = process.argv.slice(2)
 const unknown = picked.filter((wanted) => !suites.some((suite) => suite.name === wanted))

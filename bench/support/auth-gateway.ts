@@ -25,8 +25,8 @@ const adminStatement = (statement: string) =>
     )
   ).pipe(Effect.orDie)
 
-/** A fresh storage of `kind`, removed by `Scope` close. */
-const storageOf = (kind: "sqlite" | "postgres", dir: string) =>
+/** A fresh storage of `kind`, removed by `Scope` close (a throw-away PostgreSQL database, or a SQLite file in `dir`). */
+export const storageOf = (kind: "sqlite" | "postgres", dir: string) =>
   kind === "sqlite"
     ? Effect.succeed<StorageConfig>({ type: "sqlite", path: join(dir, "gateway.db") })
     : Effect.acquireRelease(

@@ -23,8 +23,17 @@ process.on("exit", () => {
   for (const dir of directories) rmSync(dir, { recursive: true, force: true })
 })
 
-/** `extra`: further top-level configuration keys (backends, catalog, …), written as YAML. */
-export const newDeployment = async (extra: Readonly<Record<string, unknown>> = {}): Promise<Deployment> => {
+/**
+ * `extra`: further top-level configuration keys (backends, catalog, …), written as YAML. `sections`
+ * replace the `auth` keys after `issuer` and the `storage` section (a PostgreSQL database, an upstream).
+ */
+export const newDeployment = async (
+  extra: Readonly<Record<string, unknown>> = {},
+  sections: {
+    readonly auth?: Readonly<Record<string, unknown>>
+    readonly storage?: Readonly<Record<string, unknown>>
+  } = {}
+): Promise<Deployment> => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
   directories.add(dir)
   const port = await freePort()
@@ -39,11 +48,8 @@ export const newDeployment = async (extra: Readonly<Record<string, unknown>> = {
       "server:",
       `  listen: 127.0.0.1:${port}`,
       `  public_url: ${baseUrl}/mcp`,
-      "auth:",
-      `  issuer: ${baseUrl}/sso`,
-      "storage:",
-      "  type: sqlite",
-      `  path: ${databaseFile}`,
+      stringify({ auth: { issuer: `${baseUrl}/sso`, ...sections.auth } }).trimEnd(),
+      stringify({ storage: sections.storage ?? { type: "sqlite", path: databaseFile } }).trimEnd(),
       "admin:",
       "  mode: local",
       `  listen: 127.0.0.1:${adminPort}`,
@@ -58,22 +64,31 @@ export const newDeployment = async (extra: Readonly<Record<string, unknown>> = {
   return { dir, configFile, databaseFile, configKey, baseUrl }
 }
 
-const gatewayEnv = (deployment: Deployment, dev: boolean): Record<string, string> => ({
+const gatewayEnv = (
+  deployment: Deployment,
+  dev: boolean,
+  extra: Readonly<Record<string, string>> = {}
+): Record<string, string> => ({
   PATH: process.env["PATH"] ?? "",
   HOME: deployment.dir,
-  ...(dev ? {} : { GATEWAY_CONFIG_KEY: deployment.configKey })
+  ...(dev ? {} : { GATEWAY_CONFIG_KEY: deployment.configKey }),
+  ...extra
 })
 
 /**
  * `node dist/main.js serve`: a clean environment, so nothing from the bench (tsx loaders, NODE_OPTIONS)
  * leaks in. `--dev` makes it accept `gateway dev-token` tokens (see `devToken`).
  */
-export const startGateway = (entry: string, deployment: Deployment, options: { readonly dev?: boolean } = {}): Child =>
+export const startGateway = (
+  entry: string,
+  deployment: Deployment,
+  options: { readonly dev?: boolean; readonly env?: Readonly<Record<string, string>> } = {}
+): Child =>
   startProcess(
     "gateway",
     process.execPath,
     [entry, "serve", "--config", deployment.configFile, ...(options.dev === true ? ["--dev"] : [])],
-    { cwd: deployment.dir, env: gatewayEnv(deployment, options.dev === true) }
+    { cwd: deployment.dir, env: gatewayEnv(deployment, options.dev === true, options.env) }
   )
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import { createEnterpriseUser } from "../../policy/enterprise-user.js"
 import { refuse } from "../../policy/refusal.js"
@@ -23,7 +24,11 @@ export interface AppliedSnapshot {
   readonly memberships_removed: number
 }
 
-const pairKey = (userId: string, groupId: string) => `${userId}\u0000${groupId}`
+/** The digest of a person's directory memberships (internal group ids, in any order). */
+const digest = (groupIds: ReadonlyArray<string>) =>
+  createHash("sha256")
+    .update([...groupIds].sort().join("\n"))
+    .digest("base64url")
 
 /**
  * Applies a checked snapshot for `provider` (an identity connection's namespace) as one complete
@@ -105,7 +110,8 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
                 id,
                 external_subject: person.subject,
                 display_name: person.name ?? person.subject,
-                directory_active: person.active
+                directory_active: person.active,
+                directory_hash: null
               })
               continue
             }
@@ -131,44 +137,49 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
           yield* repo.setActive(activate, true)
           yield* repo.setActive(deactivate, false)
 
-          // Memberships: the differences only; claims give way to the directory.
-          yield* repo.dropClaims(provider)
-          const idOf = new Map(known)
-          for (const person of newcomers) {
-            idOf.set(person.subject, {
-              id: person.id,
-              external_subject: person.subject,
-              display_name: person.name,
-              directory_active: person.active
-            })
-          }
-          const wanted = new Set<string>()
-          const add: Array<readonly [string, string]> = []
+          // Memberships: claims give way to the directory; then only the people whose directory
+          // memberships differ from what they were last given (their digest) are read and rewritten.
+          if (current === undefined) yield* repo.dropClaims(provider)
+          const idOf = new Map<string, string>()
+          for (const row of known.values()) idOf.set(row.external_subject, row.id)
+          for (const person of newcomers) idOf.set(person.subject, person.id)
+          const internal = { group: new Map<string, string>(), department: new Map<string, string>() }
+          for (const row of groupIds.values()) internal[row.kind].set(row.external_id, row.id)
+          const wantedOf = new Map<string, ReadonlyArray<string>>()
           for (const person of snapshot.users) {
-            const userId = idOf.get(person.subject)!.id
-            const ids = [
-              ...person.groups.map((id) => groupIds.get(`group:${id}`)!.id),
-              ...person.departments.map((id) => groupIds.get(`department:${id}`)!.id)
-            ]
-            for (const groupId of ids) wanted.add(pairKey(userId, groupId))
+            const ids: Array<string> = []
+            for (const id of person.groups) ids.push(internal.group.get(id)!)
+            for (const id of person.departments) ids.push(internal.department.get(id)!)
+            wantedOf.set(idOf.get(person.subject)!, ids)
           }
-          const have = new Set<string>()
-          const remove = new Map<string, Array<string>>()
-          for (const row of yield* repo.memberships(provider)) {
-            const key = pairKey(row.user_id, row.group_id)
-            have.add(key)
-            if (!wanted.has(key)) remove.set(row.user_id, [...(remove.get(row.user_id) ?? []), row.group_id])
+          const storedHash = new Map<string, string | null>()
+          for (const row of known.values()) storedHash.set(row.id, row.directory_hash)
+          // Omitted people keep no directory memberships.
+          for (const row of known.values()) if (!wantedOf.has(row.id)) wantedOf.set(row.id, [])
+          const changed: Array<readonly [string, string | null]> = []
+          for (const [userId, ids] of wantedOf) {
+            const hash = ids.length === 0 ? null : digest(ids)
+            if ((storedHash.get(userId) ?? null) !== hash) changed.push([userId, hash])
           }
-          for (const key of wanted) {
-            if (have.has(key)) continue
-            const [userId = "", groupId = ""] = key.split("\u0000")
-            add.push([userId, groupId])
+          const existing = changed.filter(([userId]) => storedHash.has(userId)).map(([userId]) => userId)
+          const have = new Map<string, Set<string>>()
+          for (const row of yield* repo.membershipsOf(existing)) {
+            let set = have.get(row.user_id)
+            if (set === undefined) have.set(row.user_id, (set = new Set()))
+            set.add(row.group_id)
           }
-          let removedCount = 0
-          for (const ids of remove.values()) removedCount += ids.length
+          const add: Array<readonly [string, string]> = []
+          const remove: Array<readonly [string, string]> = []
+          for (const [userId] of changed) {
+            const wanted = new Set(wantedOf.get(userId))
+            const current = have.get(userId) ?? new Set<string>()
+            for (const groupId of wanted) if (!current.has(groupId)) add.push([userId, groupId])
+            for (const groupId of current) if (!wanted.has(groupId)) remove.push([userId, groupId])
+          }
           yield* repo.removeMemberships(remove)
           yield* repo.addMemberships(add, at)
-          const listedIds = snapshot.users.map((person) => idOf.get(person.subject)!.id)
+          yield* repo.setHashes(changed)
+          const listedIds = snapshot.users.map((person) => idOf.get(person.subject)!)
           yield* repo.setVerified(listedIds, at)
 
           const summary: AppliedSnapshot = {
@@ -181,7 +192,7 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
             activated: activate.length,
             deactivated: deactivate.length,
             memberships_added: add.length,
-            memberships_removed: removedCount
+            memberships_removed: remove.length
           }
           yield* repo.recordVersion(provider, snapshot.version, summary, at)
           yield* audit.insert({
@@ -194,7 +205,7 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
             requestId: undefined
           })
           for (const id of [...activate, ...deactivate]) yield* cache.forgetUser(id)
-          const touched = new Set([...activate, ...deactivate, ...remove.keys(), ...add.map(([userId]) => userId)])
+          const touched = new Set([...activate, ...deactivate, ...changed.map(([userId]) => userId)])
           return {
             value: summary,
             // A new group or many people changed: everything is reloaded; else only who changed.

@@ -5,6 +5,7 @@ import { Effect } from "effect"
  * Directory snapshots (docs/directory.md): the last applied `version` per identity connection
  * (`provider` = its namespace), which every push must exceed, and what that push changed. A provider
  * with a row here takes its people's memberships from snapshots, no longer from sign-in claims.
+ * `users.directory_hash` digests the directory memberships a person was last given.
  */
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -16,4 +17,7 @@ export default Effect.gen(function* () {
     summary TEXT NOT NULL
   )`
   yield* sql`CREATE INDEX users_namespace ON users (namespace) WHERE kind = 'enterprise'`
+  // A digest of the directory memberships each person was last given: a snapshot rewrites only the
+  // people whose memberships differ, without reading every membership back.
+  yield* sql`ALTER TABLE users ADD COLUMN directory_hash TEXT`
 })
