@@ -151,7 +151,7 @@ describe.each(storeKinds)("PUT /sso/directory (%s)", (kind) => {
   )
 
   it.scoped(
-    "directory membership replaces sign-in claims for that provider; direct memberships and local status stay; a later sign-in changes nothing",
+    "directory membership replaces sign-in claims for that provider; direct memberships and local status stay; a later sign-in changes nothing; reactivation does not undo a disable",
     () =>
       Effect.gen(function* () {
         const { gateway, provider } = yield* directoryGateway({ kind })
@@ -200,6 +200,15 @@ describe.each(storeKinds)("PUT /sso/directory (%s)", (kind) => {
         // A directory deactivation does not disable her locally; a reactivation does not enable a disabled account.
         yield* push(gateway, snapshot(2, []))
         expect((yield* people(gateway, provider))["alice"]).toMatchObject({ active: false, status: "enabled" })
+        // An administrator disables her; the directory listing her as active again does not undo that.
+        const current = ((yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>).find(
+          (user) => user["id"] === alice.id
+        )!
+        expect((yield* api.put(`/api/v1/identities/${alice.id}`, { enabled: false }, ifMatch(current))).status).toBe(
+          200
+        )
+        yield* push(gateway, snapshot(3, [["alice", true, ["eng"]]]))
+        expect((yield* people(gateway, provider))["alice"]).toMatchObject({ active: true, status: "disabled" })
       }),
     60_000
   )
