@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { StoredBoolean, toStoredBoolean } from "./columns.js"
+import { organizationGroupRow } from "./groups.js"
 import { toStoredTimestamp } from "./timestamp.js"
 
 const Version = Schema.Array(Schema.Struct({ version: Schema.Union(Schema.Number, Schema.NumberFromString) }))
@@ -90,20 +91,7 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
       const created = groups.map((group) => ({ ...group, id: randomUUID() }))
       for (const part of chunks(created, 500)) {
         yield* sql`INSERT INTO groups ${sql.insert(
-          part.map((group) => ({
-            id: group.id,
-            name: group.name,
-            provider,
-            kind: group.kind,
-            external_id: group.externalId,
-            managed_locally: 0,
-            builtin: null,
-            enabled: 1,
-            permissions: null,
-            revision: 1,
-            created_at: stamp,
-            updated_at: stamp
-          }))
+          part.map((group) => organizationGroupRow(group.id, provider, group.kind, group, stamp))
         )}`.pipe(die)
       }
       return created

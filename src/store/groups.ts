@@ -58,6 +58,28 @@ export interface OrganizationGroup {
 
 const RevisionRow = Schema.Array(Schema.Struct({ revision: StoredRevision }))
 
+/** The stored row of a new organization group or department: never managed locally, no permissions. */
+export const organizationGroupRow = (
+  id: string,
+  provider: string,
+  kind: "group" | "department",
+  group: OrganizationGroup,
+  stamp: string
+) => ({
+  id,
+  name: group.name,
+  provider,
+  kind,
+  external_id: group.externalId,
+  managed_locally: 0,
+  builtin: null,
+  enabled: 1,
+  permissions: null,
+  revision: 1,
+  created_at: stamp,
+  updated_at: stamp
+})
+
 /**
  * Persistence of `groups` and `group_sources`. Writes are conditioned on the revision the caller read
  * (`If-Match`), in one UPDATE each; callers run them inside the policy transaction (src/policy/writes.ts).
@@ -179,20 +201,9 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       const stamp = toStoredTimestamp(at)
       const ids: Array<string> = []
       for (const group of groups) {
-        const rows = yield* sql`INSERT INTO groups ${sql.insert({
-          id: randomUUID(),
-          name: group.name,
-          provider,
-          kind,
-          external_id: group.externalId,
-          managed_locally: 0,
-          builtin: null,
-          enabled: 1,
-          permissions: null,
-          revision: 1,
-          created_at: stamp,
-          updated_at: stamp
-        })} ON CONFLICT (provider, kind, external_id) WHERE external_id IS NOT NULL
+        const rows = yield* sql`INSERT INTO groups ${sql.insert(
+          organizationGroupRow(randomUUID(), provider, kind, group, stamp)
+        )} ON CONFLICT (provider, kind, external_id) WHERE external_id IS NOT NULL
           DO UPDATE SET name = excluded.name RETURNING id`.pipe(
           Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))),
           Effect.orDie
