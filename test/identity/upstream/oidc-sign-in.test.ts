@@ -112,22 +112,35 @@ describe("enterprise sign-in through an OpenID Provider", () => {
     60_000
   )
 
-  it.scoped("a subject in bootstrap_subjects is enabled in Administrators at its first creation", () =>
-    Effect.gen(function* () {
-      const { port, provider } = yield* withProvider("client_secret_post")
-      provider.accounts.set("root-sub", { name: "Root", groups: [], departments: [] })
-      const { gateway } = yield* gatewayWithUpstream(
-        port,
-        provider,
-        { token_auth_method: "client_secret_post" },
-        { bootstrap_subjects: ["root-sub"] }
-      )
-      const done = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
-      expect(callbackParams(done.last).get("code")).toEqual(expect.any(String))
-      const stored = yield* enterpriseUser(provider, "root-sub", gateway)
-      expect(stored.user?.status).toBe("enabled")
-      expect(stored.memberships).toEqual([expect.objectContaining({ group_id: "administrators", source: "direct" })])
-    })
+  it.scoped(
+    "a subject in bootstrap_subjects is enabled in Administrators at its first creation only: a later disable holds",
+    () =>
+      Effect.gen(function* () {
+        const { port, provider } = yield* withProvider("client_secret_post")
+        provider.accounts.set("root-sub", { name: "Root", groups: [], departments: [] })
+        const { gateway } = yield* gatewayWithUpstream(
+          port,
+          provider,
+          { token_auth_method: "client_secret_post" },
+          { bootstrap_subjects: ["root-sub"] }
+        )
+        const done = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
+        expect(callbackParams(done.last).get("code")).toEqual(expect.any(String))
+        const stored = yield* enterpriseUser(provider, "root-sub", gateway)
+        expect(stored.user?.status).toBe("enabled")
+        expect(stored.memberships).toEqual([expect.objectContaining({ group_id: "administrators", source: "direct" })])
+
+        // Disabled by an administrator: the next sign-in ends with account_access_required, and stays disabled.
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const listed = (yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+        const record = listed.find((user) => user["id"] === stored.user!.id)!
+        expect(
+          (yield* api.put(`/api/v1/identities/${stored.user!.id}`, { enabled: false }, ifMatch(record))).status
+        ).toBe(200)
+        const again = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
+        expect(callbackParams(again.last).get("reason")).toBe("account_access_required")
+        expect((yield* enterpriseUser(provider, "root-sub", gateway)).user?.status).toBe("disabled")
+      })
   )
 
   it.scoped(
