@@ -170,8 +170,10 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
           }
           const add: Array<readonly [string, string]> = []
           const remove: Array<readonly [string, string]> = []
-          for (const [userId] of changed) {
-            const wanted = new Set(wantedOf.get(userId))
+          // In primary-key order (user, then group): the index pages fill in sequence, not at random.
+          const inKeyOrder = changed.map(([userId]) => userId).sort()
+          for (const userId of inKeyOrder) {
+            const wanted = new Set([...(wantedOf.get(userId) ?? [])].sort())
             const current = have.get(userId) ?? new Set<string>()
             for (const groupId of wanted) if (!current.has(groupId)) add.push([userId, groupId])
             for (const groupId of current) if (!wanted.has(groupId)) remove.push([userId, groupId])
