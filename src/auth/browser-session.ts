@@ -4,6 +4,7 @@ import { Clock, Effect, Option } from "effect"
 import { sha256Hex } from "../crypto/hashing.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { UserRepo, type UserRow } from "../store/users.js"
+import { accountUsable } from "./account-access.js"
 import { newCookieToken, readSessionCookie } from "./cookies.js"
 import type { AuthSettings } from "./settings.js"
 import { SESSION_TTL_MS } from "./token/mint.js"
@@ -27,7 +28,7 @@ export const currentSignIn = (settings: AuthSettings) =>
       return Option.none<SignedIn>()
     }
     const user = yield* (yield* UserRepo).findById(row.value.user_id)
-    if (Option.isNone(user) || user.value.status !== "enabled") return Option.none<SignedIn>()
+    if (Option.isNone(user) || !accountUsable(user.value)) return Option.none<SignedIn>()
     return Option.some<SignedIn>({ user: user.value, authTime: row.value.auth_time.getTime(), token })
   })
 

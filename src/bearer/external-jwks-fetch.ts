@@ -77,6 +77,8 @@ export const fetchJwks = (url: string, options: JwksFetchOptions): Promise<jose.
         method: "GET",
         headers: { accept: "application/jwk-set+json, application/json" },
         signal,
+        // Explicit: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not turn verification off.
+        rejectUnauthorized: true,
         ...(options.ca === undefined ? {} : { ca: options.ca })
       },
       (incoming) => {

@@ -2,6 +2,7 @@ import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { UserRepo, type UserRow } from "../../store/users.js"
+import { accountUsable } from "../account-access.js"
 import type { AuthorizationRequest } from "../authorize/request.js"
 import { startSignIn } from "../browser-session.js"
 import { setSessionCookie } from "../cookies.js"
@@ -84,7 +85,7 @@ export const continueAuthorization = (
 ) =>
   Effect.gen(function* () {
     const pending = yield* PendingAuthorizations
-    if (user.status !== "enabled") {
+    if (!accountUsable(user)) {
       yield* pending.finish(transaction.id)
       return accountAccessRequired(settings, requested)
     }
@@ -112,7 +113,7 @@ export const afterAuthentication = (settings: AuthSettings, transaction: LoginTr
     const found = yield* (yield* UserRepo).findById(userId)
     const now = yield* Clock.currentTimeMillis
     const request = transaction.request
-    if (Option.isNone(found) || found.value.status !== "enabled") {
+    if (Option.isNone(found) || !accountUsable(found.value)) {
       yield* (yield* PendingAuthorizations).finish(transaction.id)
       return request === undefined
         ? messagePage("Account not enabled", "An administrator must enable this account.", 403)

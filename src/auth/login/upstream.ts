@@ -4,9 +4,11 @@ import { Config } from "../../config/service.js"
 import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
 import { securityEvent } from "../../events/security-log.js"
 import { ConnectionTests } from "../../identity/providers/connection-tests.js"
+import { isBootstrapSubject } from "../../identity/upstream/bootstrap.js"
 import type { UpstreamRefused } from "../../identity/upstream/flow.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import { PolicyWrites } from "../../policy/writes.js"
+import { accountUsable } from "../account-access.js"
 import { OAuthParams } from "../authorize/params.js"
 import { clientAddress } from "../client-address.js"
 import { readBrowserCookie } from "../cookies.js"
@@ -146,11 +148,11 @@ export const upstreamCallbackEndpoint = answerPage(
         // A claimed group's name is its id at the provider (a directory snapshot may name it later).
         groups: identity.groups.map((name) => ({ externalId: name, name })),
         departments: identity.departments.map((name) => ({ externalId: name, name })),
-        bootstrap: config.auth.sso.bootstrap_subjects.includes(identity.subject)
+        bootstrap: isBootstrapSubject(config, connection.namespace, identity.subject)
       },
       new Date(yield* Clock.currentTimeMillis)
     )
-    if (user.status !== "enabled" || !user.directory_active) {
+    if (!accountUsable(user)) {
       yield* refused(transaction, "account_access_required", {
         user_id: user.id,
         status: user.directory_active ? user.status : "directory_inactive"

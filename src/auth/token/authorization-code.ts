@@ -7,6 +7,7 @@ import { ClientGrantRepo } from "../../store/client-grants.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
+import { accountUsable } from "../account-access.js"
 import type { OAuthParams } from "../authorize/params.js"
 import { clientAddress } from "../client-address.js"
 import { grantableScope } from "../held-scopes.js"
@@ -80,7 +81,7 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
     return yield* tokenError("invalid_target", "The resource differs from the one authorized.")
   }
   const user = yield* users.findById(grant.userId)
-  if (Option.isNone(user) || user.value.status !== "enabled") return yield* invalidGrant("The account is not enabled.")
+  if (Option.isNone(user) || !accountUsable(user.value)) return yield* invalidGrant("The account is not enabled.")
   const expiresAt = grant.authTime + SESSION_TTL_MS
   if (now >= expiresAt) return yield* invalidGrant("The sign-in is older than 8 hours; sign in again.")
   // Held scopes are read again: what the person lost since the code was issued is not in the token.

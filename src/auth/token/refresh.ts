@@ -6,6 +6,7 @@ import { AccessState } from "../../policy/access-state.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
 import { UserRepo } from "../../store/users.js"
+import { accountUsable } from "../account-access.js"
 import type { OAuthParams } from "../authorize/params.js"
 import { clientAddress } from "../client-address.js"
 import { grantableScope } from "../held-scopes.js"
@@ -46,7 +47,7 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
   const granted = parseScopeText(session.scope)
   if (!granted.includes(OFFLINE_ACCESS)) return yield* invalidGrant("offline_access was not granted.")
   const user = yield* users.findById(session.user_id)
-  if (Option.isNone(user) || user.value.status !== "enabled") return yield* invalidGrant("The account is not enabled.")
+  if (Option.isNone(user) || !accountUsable(user.value)) return yield* invalidGrant("The account is not enabled.")
   if (resource !== undefined && resource !== session.resource) {
     return yield* tokenError("invalid_target", "The resource differs from the one authorized.")
   }

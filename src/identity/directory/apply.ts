@@ -1,13 +1,11 @@
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
-import { createEnterpriseUser } from "../../policy/enterprise-user.js"
 import { refuse } from "../../policy/refusal.js"
 import { PolicyWrites } from "../../policy/writes.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
 import { DirectoryRepo, type NewDirectoryUser } from "../../store/directory.js"
-import { MembershipRepo } from "../../store/memberships.js"
 import { SessionCache } from "../../store/session-cache.js"
-import { newUserId, UserRepo } from "../../store/users.js"
+import { newUserId } from "../../store/users.js"
 import type { Snapshot } from "./snapshot.js"
 
 /** What an applied snapshot changed: the success answer and the `directory.snapshot_applied` line. */
@@ -44,17 +42,10 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
   effect: Effect.gen(function* () {
     const writes = yield* PolicyWrites
     const repo = yield* DirectoryRepo
-    const users = yield* UserRepo
-    const memberships = yield* MembershipRepo
     const audit = yield* AuditEventRepo
     const cache = yield* SessionCache
 
-    const apply = Effect.fn("DirectorySnapshots.apply")(function* (
-      provider: string,
-      snapshot: Snapshot,
-      bootstrapSubjects: ReadonlySet<string>,
-      at: Date
-    ) {
+    const apply = Effect.fn("DirectorySnapshots.apply")(function* (provider: string, snapshot: Snapshot, at: Date) {
       return yield* writes.run(
         Effect.gen(function* () {
           const current = yield* repo.version(provider)
@@ -87,34 +78,13 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
             })
           }
 
-          // People: found by subject; the unknown ones created pending (a bootstrap subject as at sign-in).
+          // People: found by subject; the unknown ones created pending (never as bootstrap administrators).
           const known = new Map((yield* repo.users(provider)).map((row) => [row.external_subject, row]))
           const newcomers: Array<NewDirectoryUser> = []
           let createdCount = 0
           for (const person of snapshot.users) {
             if (known.has(person.subject)) continue
             createdCount++
-            if (bootstrapSubjects.has(person.subject)) {
-              const id = yield* createEnterpriseUser(
-                { users, memberships, audit },
-                {
-                  namespace: provider,
-                  subject: person.subject,
-                  displayName: person.name ?? person.subject,
-                  bootstrap: true
-                },
-                at
-              )
-              yield* repo.setActive([id], person.active)
-              known.set(person.subject, {
-                id,
-                external_subject: person.subject,
-                display_name: person.name ?? person.subject,
-                directory_active: person.active,
-                directory_hash: null
-              })
-              continue
-            }
             newcomers.push({
               id: newUserId(),
               subject: person.subject,

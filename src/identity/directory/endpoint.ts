@@ -114,13 +114,10 @@ export const directoryEndpoint = Effect.gen(function* () {
         : `provider=${wanted.slice(0, 20)}: no such identity connection is configured (oidc or ldap).`
     )
   }
-  const { config } = yield* Config
   const snapshots = yield* DirectorySnapshots
   const applied = yield* guard
     .oneAtATime(
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        snapshots.apply(provider, checked.snapshot, new Set(config.auth.sso.bootstrap_subjects), new Date(now))
-      )
+      Effect.flatMap(Clock.currentTimeMillis, (now) => snapshots.apply(provider, checked.snapshot, new Date(now)))
     )
     .pipe(
       Effect.catchTag("PolicyRefused", (error) =>

@@ -44,16 +44,28 @@ export const upstreamFetch =
       }
       const outgoing = request(
         target,
-        { method: init.method ?? "GET", headers, signal, ...(options.ca === undefined ? {} : { ca: options.ca }) },
+        {
+          method: init.method ?? "GET",
+          headers,
+          signal,
+          // Explicit: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not turn verification off.
+          rejectUnauthorized: true,
+          ...(options.ca === undefined ? {} : { ca: options.ca })
+        },
         (incoming) => {
           const chunks: Array<Buffer> = []
           let size = 0
+          let tooLarge = false
           incoming.on("data", (chunk: Buffer) => {
             size += chunk.length
-            if (size > limit) outgoing.destroy(new Error(`the upstream answered more than ${limit} bytes`))
-            else chunks.push(chunk)
+            if (size <= limit) return void chunks.push(chunk)
+            if (tooLarge) return
+            tooLarge = true
+            fail(new Error(`the upstream answered more than ${limit} bytes`))
+            outgoing.destroy()
           })
           incoming.once("end", () => {
+            if (tooLarge) return
             const answer = new Headers()
             for (const [name, value] of Object.entries(incoming.headers)) {
               if (typeof value === "string") answer.set(name, value)
