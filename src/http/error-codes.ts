@@ -47,6 +47,7 @@ export const errorCodes = [
   "stale_version",
   "invalid_snapshot",
   "no_identity_provider",
+  "provider_required",
   "too_many_requests"
 ] as const
 

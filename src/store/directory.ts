@@ -56,6 +56,15 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
       return rows[0]?.version
     })
 
+    /** The providers snapshots were applied to. */
+    const providers = Effect.fn("DirectoryRepo.providers")(function* () {
+      const rows = yield* sql`SELECT provider FROM directory_versions`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ provider: Schema.String })))),
+        die
+      )
+      return rows.map((row) => row.provider)
+    })
+
     const recordVersion = Effect.fn("DirectoryRepo.recordVersion")(function* (
       provider: string,
       next: number,
@@ -227,6 +236,7 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
 
     return {
       version,
+      providers,
       recordVersion,
       organizationGroups,
       insertGroups,

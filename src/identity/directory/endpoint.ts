@@ -6,6 +6,7 @@ import { constantTimeEqual } from "../../crypto/hashing.js"
 import { SecurityLog } from "../../events/security-log.js"
 import { HttpError } from "../../http/error-body.js"
 import { bodyText } from "../../http/read-body.js"
+import { DirectoryRepo } from "../../store/directory.js"
 import { ldapNamespace } from "../providers/namespaces.js"
 import { IdentityProviders } from "../providers/service.js"
 import { UpstreamSignIn } from "../upstream/service.js"
@@ -54,21 +55,23 @@ export const directoryEndpoint = Effect.gen(function* () {
       })
     )
 
-  const wait = yield* guard.wait(bucket)
-  if (wait > 0) {
-    yield* log.limited(bucket, "directory.push_refused", { reason: "throttled", client_address: address })
-    return yield* fail(
-      429,
-      "too_many_requests",
-      "Too many refused directory pushes from this address; try again later.",
-      {
-        "retry-after": String(wait)
-      }
-    )
-  }
+  // The secret first (constant time, cheap): the right one always passes, so refused pushes from a
+  // shared address cannot lock the adapter out; a wrong one from a throttled address gets 429.
   const header = request.headers["authorization"] ?? ""
   const token = /^Bearer ([\x21-\x7e]+)$/i.exec(header)?.[1]
   if (token === undefined || !constantTimeEqual(token, Redacted.value(expected))) {
+    const wait = yield* guard.wait(bucket)
+    if (wait > 0) {
+      yield* log.limited(bucket, "directory.push_refused", { reason: "throttled", client_address: address })
+      return yield* fail(
+        429,
+        "too_many_requests",
+        "Too many refused directory pushes from this address; try again later.",
+        {
+          "retry-after": String(wait)
+        }
+      )
+    }
     yield* refused(token === undefined ? "missing_secret" : "wrong_secret")
     return yield* fail(401, "invalid_token", "PUT /sso/directory needs the directory secret as a Bearer token.", {
       "www-authenticate": 'Bearer realm="gateway-directory"'
@@ -113,6 +116,19 @@ export const directoryEndpoint = Effect.gen(function* () {
         ? "No identity provider is configured: a snapshot is about the people of one (auth.sso.upstream, or a stored OIDC or LDAP connection)."
         : `provider=${wanted.slice(0, 20)}: no such identity connection is configured (oidc or ldap).`
     )
+  }
+  // Without ?provider, a push never lands on a connection other than the one earlier snapshots went
+  // to (its identity settings changed, or another connection became the default): it is refused.
+  if (wanted === null) {
+    const earlier = yield* (yield* DirectoryRepo).providers()
+    if (earlier.length > 0 && !earlier.includes(provider)) {
+      yield* refused("provider_required")
+      return yield* fail(
+        409,
+        "provider_required",
+        "Earlier snapshots were applied to another identity connection (its settings changed, or another one is now the default): name the connection with ?provider=oidc or ?provider=ldap."
+      )
+    }
   }
   const snapshots = yield* DirectorySnapshots
   const applied = yield* guard

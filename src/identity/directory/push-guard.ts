@@ -6,9 +6,10 @@ export const MAX_REFUSED_PUSHES = 10
 
 /**
  * Rate limits of `PUT /sso/directory` (docs/directory.md, "Limits"), in memory: an address whose
- * pushes were refused `MAX_REFUSED_PUSHES` times in 15 minutes is answered 429 with `Retry-After`
- * before its secret is even compared; and one snapshot is applied at a time (the others wait), so
- * racing pushes are ordered and each is judged against the version the previous one left.
+ * pushes were refused `MAX_REFUSED_PUSHES` times in 15 minutes gets 429 with `Retry-After` for every
+ * push without the right secret (the right one still passes: others behind the same address cannot
+ * lock the adapter out); and one snapshot is applied at a time (the others wait), so racing pushes are
+ * ordered and each is judged against the version the previous one left.
  */
 export class DirectoryPushGuard extends Effect.Service<DirectoryPushGuard>()("gateway/DirectoryPushGuard", {
   effect: Effect.gen(function* () {

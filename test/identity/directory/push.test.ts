@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { PolicyWrites } from "../../../src/policy/writes.js"
+import { DirectoryRepo } from "../../../src/store/directory.js"
 import { GroupRepo } from "../../../src/store/groups.js"
 import { MembershipRepo } from "../../../src/store/memberships.js"
 import { UserRepo } from "../../../src/store/users.js"
@@ -262,14 +263,15 @@ describe("PUT /sso/directory limits", () => {
   )
 
   it.scoped(
-    "ten refused pushes from one address: the next is 429 with Retry-After, before its secret is compared",
+    "ten refused pushes from one address: the next without the secret is 429 with Retry-After; the adapter's still applies",
     () =>
       Effect.gen(function* () {
         const { gateway } = yield* directoryGateway()
         for (let n = 0; n < 10; n++) expect((yield* push(gateway, {}, "wrong")).status).toBe(401)
-        const throttled = yield* push(gateway, snapshot(1, []))
+        const throttled = yield* push(gateway, snapshot(1, []), "wrong")
         expect(throttled.status).toBe(429)
         expect(Number(throttled.headers.get("retry-after"))).toBeGreaterThan(0)
+        expect((yield* push(gateway, snapshot(1, []))).status).toBe(200)
       })
   )
 
@@ -293,6 +295,28 @@ describe("PUT /sso/directory limits", () => {
       const answer = yield* push(gateway, snapshot(1, []))
       expect(answer.status).toBe(409)
       expect(answer.body["error"]).toBe("no_identity_provider")
+    })
+  )
+})
+
+describe("PUT /sso/directory without ?provider", () => {
+  it.scoped("is refused (409 provider_required) when earlier snapshots went to another connection's namespace", () =>
+    Effect.gen(function* () {
+      const { gateway } = yield* directoryGateway()
+      // Earlier snapshots were applied under settings whose namespace is not today's.
+      yield* inGateway(gateway)(
+        Effect.gen(function* () {
+          yield* (yield* DirectoryRepo).recordVersion("oidc:earlier-namespace", 7, {}, new Date(0))
+        })
+      )
+      const refused = yield* push(gateway, snapshot(1, [["alice", true]]))
+      expect([refused.status, refused.body["error"]]).toEqual([409, "provider_required"])
+      expect((yield* push(gateway, snapshot(1, [["alice", true]]), DIRECTORY_TOKEN, "?provider=oidc")).status).toBe(200)
+      // From then on this connection has snapshots: the default works again.
+      expect((yield* push(gateway, snapshot(2, [["alice", true]]))).status).toBe(200)
+      expect((yield* push(gateway, snapshot(3, []), DIRECTORY_TOKEN, "?provider=ldap")).body["error"]).toBe(
+        "no_identity_provider"
+      )
     })
   )
 })
