@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
 import { type ConnectionTest, ConnectionTests } from "../../identity/providers/connection-tests.js"
+import { IdentityProviders } from "../../identity/providers/service.js"
 import type { UpstreamRefused } from "../../identity/upstream/flow.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import { seeOther } from "../pages/html.js"
@@ -28,6 +29,13 @@ export const connectionTestStartEndpoint = answerPage(
       )
     }
     const test = found.value
+    if (test.revision !== (yield* (yield* IdentityProviders).current).revision) {
+      return yield* page(
+        "Test ended",
+        "The identity-provider settings were saved since this test started. Start a new test.",
+        400
+      )
+    }
     const started = yield* Effect.either((yield* UpstreamSignIn).start(test.connection))
     if (started._tag === "Left") {
       yield* (yield* ConnectionTests).finish(test, failedResult(started.left))
@@ -54,6 +62,9 @@ export const finishConnectionTest = (test: ConnectionTest, url: URL) =>
   Effect.gen(function* () {
     const settings = yield* authSettings
     const tests = yield* ConnectionTests
+    if (test.revision !== (yield* (yield* IdentityProviders).current).revision) {
+      return messagePage("Test ended", "The identity-provider settings were saved since this test started.", 400)
+    }
     const callback = new URL(`${settings.origin}/sso/callback${url.search}`)
     const verified = yield* Effect.either((yield* UpstreamSignIn).complete(test.connection, callback, test.attempt!))
     if (verified._tag === "Left") {

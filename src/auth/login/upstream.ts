@@ -2,7 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
 import { Config } from "../../config/service.js"
 import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
-import { securityEvent } from "../../events/security-log.js"
+import { SecurityLog } from "../../events/security-log.js"
 import { ConnectionTests } from "../../identity/providers/connection-tests.js"
 import { isBootstrapSubject } from "../../identity/upstream/bootstrap.js"
 import type { UpstreamRefused } from "../../identity/upstream/flow.js"
@@ -10,7 +10,7 @@ import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import { PolicyWrites } from "../../policy/writes.js"
 import { accountUsable } from "../account-access.js"
 import { OAuthParams } from "../authorize/params.js"
-import { clientAddress } from "../client-address.js"
+import { addressBucket, clientAddress } from "../client-address.js"
 import { readBrowserCookie } from "../cookies.js"
 import { seeOther } from "../pages/html.js"
 import { messagePage } from "../pages/message.js"
@@ -23,7 +23,10 @@ import { page, queryOf, single } from "./query.js"
 import { stagePage } from "./sign-in.js"
 import { requireCsrf, requireSameOrigin, requireTransaction } from "./transaction.js"
 
-/** The security log line of a refused enterprise sign-in (docs/operations.md, "Security events"). */
+/**
+ * The security log line of a refused enterprise sign-in (docs/operations.md, "Security events"): at
+ * most 10 a minute per client address, since anyone can call `/sso/callback`.
+ */
 const refused = (
   transaction: LoginTransaction | undefined,
   reason: string,
@@ -31,11 +34,12 @@ const refused = (
   provider: string | undefined = transaction?.upstream?.namespace
 ) =>
   Effect.gen(function* () {
-    yield* securityEvent("auth.upstream_sign_in_refused", {
+    const address = yield* clientAddress
+    yield* (yield* SecurityLog).limited(addressBucket(address), "auth.upstream_sign_in_refused", {
       reason,
       ...extra,
       provider: provider ?? null,
-      client_address: yield* clientAddress,
+      client_address: address,
       client_id: transaction?.request?.clientId ?? null
     })
   })
@@ -139,6 +143,18 @@ export const upstreamCallbackEndpoint = answerPage(
     const verified = yield* Effect.either(upstream.complete(connection, callback, transaction.upstream!))
     if (verified._tag === "Left") return yield* endRefused(settings, transaction, verified.left)
     const identity = verified.right
+    // The connection may have been replaced or disabled while the provider answered: nothing started
+    // under it completes (docs/enterprise-sign-in.md, "Identity-provider settings").
+    const still = yield* upstream.current
+    if (still?.namespace !== connection.namespace || still.clientId !== connection.clientId) {
+      yield* refused(transaction, "connection_replaced")
+      yield* (yield* PendingAuthorizations).finish(transaction.id)
+      return yield* page(
+        "Sign-in expired",
+        "The identity provider's settings changed during this sign-in. Start again.",
+        400
+      )
+    }
     const { config } = yield* Config
     const user = yield* (yield* PolicyWrites).admitEnterpriseUser(
       {

@@ -129,6 +129,9 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
       requestId: string | undefined
     ) {
       const before = yield* load
+      // Judged against what the administrator read: a save naming another revision is stale at once,
+      // so it is never computed from settings the administrator did not see.
+      if (before.revision !== expected) return { _tag: "Stale", revision: before.revision } as SaveOutcome
       const { client_secret, ...oidc } = body.oidc
       const { bind_password, ...ldap } = body.ldap
       const after: StoredConnections = {

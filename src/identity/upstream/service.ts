@@ -18,6 +18,8 @@ import {
 
 /** A discovery document is fetched again after this long (or at once after a failed sign-in step). */
 const DISCOVERY_TTL_MS = 60 * 60 * 1000
+/** Discovery documents kept (the connection in use, and drafts being tested). */
+const MAX_CACHED_CONNECTIONS = 8
 
 /** The fixed redirect the upstream client is registered with: `{base_url}/sso/callback`. */
 export const callbackUrlOf = (issuer: string) => `${new URL(issuer).origin}/sso/callback`
@@ -88,16 +90,20 @@ export const UpstreamSignInLive = Layer.effect(
         const found = (yield* Ref.get(cache)).get(keyOf(connection))
         if (found !== undefined && now - found.at < DISCOVERY_TTL_MS) return found.server
         const fresh = yield* discover(connection)
-        yield* Ref.update(cache, (entries) => new Map(entries).set(keyOf(connection), { server: fresh, at: now }))
+        yield* Ref.update(cache, (entries) => {
+          // Drafts tried through connection tests add entries: the oldest go past a few.
+          const next = new Map(entries)
+          next.delete(keyOf(connection))
+          for (const key of next.keys()) if (next.size >= MAX_CACHED_CONNECTIONS) next.delete(key)
+          return next.set(keyOf(connection), { server: fresh, at: now })
+        })
         return fresh
       })
     // A failure that may come from stale metadata (moved endpoints, rotated keys) fetches it again next
-    // time; a refused person (tenant, claims) does not, so failed sign-ins cannot make it refetch at will.
+    // time; a refused code or person does not, so forged callbacks cannot make it refetch at will.
     const forgetOnFailure = <A, R>(connection: UpstreamConnection, effect: Effect.Effect<A, UpstreamRefused, R>) =>
       Effect.tapError(effect, (error) =>
-        error.reason === "discovery_failed" ||
-        error.reason === "token_request_failed" ||
-        (error.reason === "id_token_invalid" && error.check === "signature")
+        error.reason === "discovery_failed" || (error.reason === "id_token_invalid" && error.check === "signature")
           ? Ref.update(cache, (entries) => {
               const next = new Map(entries)
               next.delete(keyOf(connection))
