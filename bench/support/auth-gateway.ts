@@ -61,6 +61,8 @@ export const startAuthGateway = async (
     /** Keys of `auth.sso` besides the client (an upstream, bootstrap subjects). */
     readonly sso?: Record<string, unknown>
     readonly env?: Record<string, string>
+    /** Keys of `server` besides `listen` and `public_url` (`trusted_proxies`). */
+    readonly server?: Record<string, unknown>
   } = {}
 ): Promise<AuthBenchGateway> => {
   const scope = Effect.runSync(Scope.make())
@@ -70,7 +72,7 @@ export const startAuthGateway = async (
   const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(Scope.extend(effect, scope))
   const storage = await run(storageOf(kind, dir))
   const document = {
-    server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp` },
+    server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
     auth: {
       issuer: `${origin}/sso`,
       sso: {

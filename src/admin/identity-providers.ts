@@ -1,8 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { Config } from "../config/service.js"
+import { authenticate } from "../identity/ldap/authenticate.js"
+import { probeDirectory } from "../identity/ldap/probe.js"
+import { validateLdapSettings } from "../identity/ldap/settings.js"
 import { ConnectionTests, testRecord } from "../identity/providers/connection-tests.js"
-import { ConnectionDraftBody, oidcDraftConnection } from "../identity/providers/draft.js"
+import { ConnectionDraftBody, ldapDraftSettings, oidcDraftConnection } from "../identity/providers/draft.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { IdentityProvidersBody } from "../identity/providers/settings.js"
 import { probeConnection } from "../identity/upstream/flow.js"
@@ -29,18 +32,74 @@ export const IdentityProvidersLive = HttpApiBuilder.group(ManagementApi, "identi
         return connection
       })
 
-    const ldapNotYet = apiError(
-      400,
-      "invalid_request",
-      'source: "ldap" probes and tests are not available in this version'
-    )
+    /** The draft LDAP connection of a probe or test body, complete and well-formed, or a 400 naming each problem. */
+    const ldapDraft = (draft: ConnectionDraftBody) =>
+      Effect.gen(function* () {
+        if (draft.ldap === undefined)
+          return yield* apiError(400, "invalid_request", 'ldap: required when source is "ldap"')
+        const settings = ldapDraftSettings(draft.ldap, yield* providers.current)
+        if (typeof settings === "string") return yield* apiError(400, "invalid_request", settings)
+        const problems = validateLdapSettings(settings)
+        if (problems.length > 0) {
+          return yield* apiError(
+            400,
+            "invalid_request",
+            problems.map(({ path, message }) => `ldap.${path}: ${message}`).join("; ")
+          )
+        }
+        return settings
+      })
+
+    /** `POST …/probe` for LDAP: a connection (TLS as sign-in does it) and the service account's bind, nothing else. */
+    const probeLdap = (draft: ConnectionDraftBody) =>
+      Effect.gen(function* () {
+        const probed = yield* Effect.either(probeDirectory(yield* ldapDraft(draft)))
+        return probed._tag === "Left"
+          ? { source: "ldap" as const, reachable: false, reason: probed.left.reason, detail: probed.left.detail }
+          : { source: "ldap" as const, reachable: true }
+      })
+
+    /**
+     * `POST …/test` for LDAP: the directory's part of a sign-in as `username`, answered at once. Nothing is
+     * stored, nobody is created, and nothing is counted by the sign-in throttle (the administrator is not
+     * the person).
+     */
+    const testLdap = (draft: ConnectionDraftBody) =>
+      Effect.gen(function* () {
+        const settings = yield* ldapDraft(draft)
+        if (draft.username === undefined || draft.password === undefined) {
+          return yield* apiError(400, "invalid_request", 'username, password: required when source is "ldap"')
+        }
+        const found = yield* Effect.either(authenticate(settings, draft.username, Redacted.make(draft.password)))
+        if (found._tag === "Left") {
+          return {
+            source: "ldap" as const,
+            status: "failed" as const,
+            reason: found.left.reason,
+            detail: found.left.detail
+          }
+        }
+        const identity = found.right
+        return {
+          source: "ldap" as const,
+          status: "succeeded" as const,
+          identity: {
+            subject: identity.subject,
+            name: identity.name,
+            groups: identity.groups.map((group) => group.name),
+            departments: [],
+            acr: null,
+            auth_time: null
+          }
+        }
+      })
 
     return handlers
       .handle("read", () => providers.record)
       .handleRaw("probe", ({ request }) =>
         Effect.gen(function* () {
           const draft = yield* decodeBody(ConnectionDraftBody, yield* readJsonObject(request))
-          if (draft.source === "ldap") return yield* ldapNotYet
+          if (draft.source === "ldap") return yield* probeLdap(draft)
           const found = yield* Effect.either(probeConnection(yield* oidcDraft(draft)))
           if (found._tag === "Left") {
             return {
@@ -65,7 +124,7 @@ export const IdentityProvidersLive = HttpApiBuilder.group(ManagementApi, "identi
         Effect.gen(function* () {
           const admin = yield* AdminCaller
           const draft = yield* decodeBody(ConnectionDraftBody, yield* readJsonObject(request))
-          if (draft.source === "ldap") return yield* ldapNotYet
+          if (draft.source === "ldap") return yield* testLdap(draft)
           const connection = yield* oidcDraft(draft)
           const test = yield* tests.open(admin.userId, (yield* providers.current).revision, connection)
           const { config } = yield* Config

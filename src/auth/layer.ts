@@ -1,8 +1,9 @@
 import { Layer } from "effect"
 import type { SessionGuard } from "../bearer/caller.js"
 import { SecurityLog } from "../events/security-log.js"
-import { LocalAccounts } from "../identity/local/accounts.js"
 import { DirectoryPushGuard } from "../identity/directory/push-guard.js"
+import { LdapSignIn } from "../identity/ldap/sign-in.js"
+import { LocalAccounts } from "../identity/local/accounts.js"
 import { ConnectionTests } from "../identity/providers/connection-tests.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { ClientGrantRepo } from "../store/client-grants.js"
@@ -27,9 +28,10 @@ export const authRepositories = Layer.mergeAll(
 ).pipe(Layer.provideMerge(SessionCache.Default))
 
 /**
- * The authorization server's process-wide services. Pending transactions, codes and throttling
- * counters are in memory and must outlive a reload (auth settings are static), so they live here and
- * not in a generation; so does the `SessionGuard` /mcp calls on every request.
+ * The authorization server's process-wide services. Pending transactions, codes, throttling counters
+ * and the bound on concurrent LDAP sign-ins are in memory and must outlive a reload (auth settings are
+ * static), so they live here and not in a generation; so does the `SessionGuard` /mcp calls on every
+ * request.
  */
 export const authBaseLayer = Layer.mergeAll(
   SessionGuardLive,
@@ -37,7 +39,8 @@ export const authBaseLayer = Layer.mergeAll(
   PendingAuthorizations.Default,
   ConnectionTests.Default,
   DirectoryPushGuard.Default,
-  LoginThrottle.Default,
+  // LDAP sign-ins count their failures in the local sign-in's throttle: one instance for both.
+  LdapSignIn.Default.pipe(Layer.provideMerge(LoginThrottle.Default)),
   SessionMaintenance
 ).pipe(Layer.provideMerge(authRepositories), Layer.provideMerge(SecurityLog.Default))
 
@@ -48,6 +51,7 @@ export type AuthBaseServices =
   | ConnectionTests
   | DirectoryPushGuard
   | LoginThrottle
+  | LdapSignIn
   | SecurityLog
   | SessionCache
   | UserRepo

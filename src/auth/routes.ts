@@ -7,6 +7,7 @@ import { directoryEndpoint } from "../identity/directory/endpoint.js"
 import { authorizeEndpoint } from "./authorize/endpoint.js"
 import { connectionTestStartEndpoint } from "./login/connection-test.js"
 import { consentEndpoint } from "./login/consent.js"
+import { ldapLoginEndpoint } from "./login/ldap.js"
 import { localLoginEndpoint } from "./login/local.js"
 import { enrollEndpoint, mfaEndpoint } from "./login/mfa.js"
 import { signInEndpoint } from "./login/sign-in.js"
@@ -23,6 +24,7 @@ export const ssoPaths = {
   authorize: "/sso/authorize",
   token: "/sso/token",
   localLogin: "/sso/login/local",
+  ldapLogin: "/sso/login/ldap",
   upstreamLogin: "/sso/login/upstream",
   connectionTest: "/sso/login/test",
   directory: "/sso/directory",
@@ -55,6 +57,7 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.get(ssoPaths.authorize, builtinOnly(authorizeEndpoint)),
     HttpRouter.post(ssoPaths.token, builtinOnly(tokenEndpoint)),
     HttpRouter.post(ssoPaths.localLogin, builtinOnly(localLoginEndpoint)),
+    HttpRouter.post(ssoPaths.ldapLogin, builtinOnly(ldapLoginEndpoint)),
     HttpRouter.get(ssoPaths.upstreamLogin, builtinOnly(upstreamStartEndpoint)),
     HttpRouter.get(ssoPaths.callback, builtinOnly(upstreamCallbackEndpoint)),
     HttpRouter.get(ssoPaths.connectionTest, builtinOnly(connectionTestStartEndpoint)),
@@ -72,6 +75,7 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.authorize, ["GET"]),
     otherMethods(ssoPaths.token, ["POST"]),
     otherMethods(ssoPaths.localLogin, ["POST"]),
+    otherMethods(ssoPaths.ldapLogin, ["POST"]),
     otherMethods(ssoPaths.upstreamLogin, ["GET"]),
     otherMethods(ssoPaths.callback, ["GET"]),
     otherMethods(ssoPaths.connectionTest, ["GET"]),

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { DownstreamClient, GatewayConfig } from "../config/schema.js"
 import { Config } from "../config/service.js"
+import { IdentityProviders } from "../identity/providers/service.js"
 import { UpstreamSignIn } from "../identity/upstream/service.js"
 import { scopesSupported } from "./scopes.js"
 
@@ -18,6 +19,11 @@ export interface AuthSettings {
   readonly portalClientId: string | undefined
   /** The enterprise identity provider's host, shown on the sign-in page; undefined without `auth.sso.upstream`. */
   readonly upstreamHost: string | undefined
+  /**
+   * An LDAP connection is stored and enabled (docs/ldap.md): the sign-in page offers its directory
+   * account form. Never in the configuration file, so false until `authSettings` reads the stored one.
+   */
+  readonly ldapEnabled: boolean
 }
 
 export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
@@ -31,13 +37,19 @@ export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
     scopesSupported: scopesSupported(config),
     consentRequired: config.client_authorization.enabled,
     portalClientId: config.client_authorization.client_id,
-    upstreamHost: config.auth.sso.upstream === undefined ? undefined : new URL(config.auth.sso.upstream.issuer).host
+    upstreamHost: config.auth.sso.upstream === undefined ? undefined : new URL(config.auth.sso.upstream.issuer).host,
+    ldapEnabled: false
   }
 }
 
-/** The settings with the identity provider offered now (a stored connection may change at any time). */
+/** The settings with the identity connections offered now (a stored connection may change at any time). */
 export const authSettings = Effect.gen(function* () {
   const settings = authSettingsOf((yield* Config).config)
   const upstream = yield* (yield* UpstreamSignIn).current
-  return { ...settings, upstreamHost: upstream === undefined ? undefined : new URL(upstream.issuer).host }
+  const stored = yield* (yield* IdentityProviders).current
+  return {
+    ...settings,
+    upstreamHost: upstream === undefined ? undefined : new URL(upstream.issuer).host,
+    ldapEnabled: stored.settings.ldap.enabled
+  } satisfies AuthSettings
 })

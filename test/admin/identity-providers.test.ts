@@ -103,7 +103,57 @@ describe.each(storeKinds)("Management API: identity providers (%s)", (kind) => {
         [{ oidc: { enabled: false, tenant_claim: "tid" }, ldap: ldapOff }, "both or neither"],
         [{ oidc: oidcOff, ldap: { enabled: false, ca_pem: "not a certificate" } }, "PEM"],
         [{ oidc: oidcOff, ldap: { enabled: false, group_search_base: "ou=groups" } }, "all four or none"],
-        [{ oidc: oidcOff, ldap: { enabled: true } }, "ldap.url: required"]
+        [{ oidc: oidcOff, ldap: { enabled: true } }, "ldap.url: required"],
+        // What a draft gives must be well-formed: the LDAP module's own rules (docs/ldap.md, "Settings").
+        [
+          { oidc: oidcOff, ldap: { enabled: false, url: "https://ldap.example.com" } },
+          "ldap.url: must start with ldaps://"
+        ],
+        [
+          { oidc: oidcOff, ldap: { enabled: false, url: "ldaps://ldap.example.com/dc=example" } },
+          "ldap.url: must not have a path"
+        ],
+        [
+          { oidc: oidcOff, ldap: { enabled: false, user_search_filter: "(uid={{username}})(cn={{username}})" } },
+          "ldap.user_search_filter: must contain {{username}} exactly once"
+        ],
+        [
+          { oidc: oidcOff, ldap: { enabled: false, user_search_filter: "({{username}}=alice)" } },
+          "ldap.user_search_filter: placeholders must stand for values"
+        ],
+        [
+          { oidc: oidcOff, ldap: { enabled: false, user_id_attribute: "entry UUID" } },
+          "ldap.user_id_attribute: must be one attribute name"
+        ],
+        [
+          {
+            oidc: oidcOff,
+            ldap: {
+              enabled: false,
+              group_search_base: "ou=groups,dc=example,dc=com",
+              group_search_filter: "(objectClass=groupOfNames)",
+              group_id_attribute: "entryUUID",
+              group_name_attribute: "cn"
+            }
+          },
+          "ldap.group_search_filter: must contain {{dn}} or {{username}}"
+        ],
+        [
+          {
+            oidc: oidcOff,
+            ldap: {
+              enabled: true,
+              url: "ldaps://ldap.example.com",
+              bind_dn: "cn=gateway,dc=example,dc=com",
+              bind_password: "bind-secret-0123456789",
+              user_search_base: "ou=people,dc=example,dc=com",
+              user_search_filter: "(uid={{user}})",
+              user_id_attribute: "entryUUID",
+              user_name_attribute: "displayName"
+            }
+          },
+          "ldap.user_search_filter: {{user}} is not a placeholder"
+        ]
       ] as const) {
         const answer = yield* api.put(path, body, zero)
         expect([message, answer.status, answer.body["error"]]).toEqual([message, 400, "invalid_request"])
@@ -161,7 +211,7 @@ describe("a stored OIDC connection", () => {
   )
 
   it.scoped(
-    "signs people in at once; replacing it revokes their sessions, refresh tokens and browser sign-ins",
+    "signs people in at once (bootstrap_subjects do not apply to it); replacing it revokes their sessions, refresh tokens and browser sign-ins",
     () =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
@@ -185,6 +235,16 @@ describe("a stored OIDC connection", () => {
         }
         const saved = yield* api.put(path, { oidc: connection, ldap: ldapOff }, { "if-match": '"0"' })
         expect(saved.status).toBe(200)
+
+        // bootstrap_subjects name subjects of the configuration file's provider only: here, pending.
+        const first = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
+        expect(callbackParams(first.last).get("reason")).toBe("account_access_required")
+        const listed = (yield* api.get("/api/v1/identities")).body["users"] as Array<Record<string, unknown>>
+        const person = listed.find((user) => user["external_subject"] === "root-sub")!
+        expect(person["status"]).toBe("pending")
+        expect((yield* api.put(`/api/v1/identities/${person["id"]}`, { enabled: true }, ifMatch(person))).status).toBe(
+          200
+        )
 
         const done = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "root-sub"))
         const code = callbackParams(done.last).get("code")!
@@ -302,9 +362,13 @@ describe("trying a draft OIDC connection (probe and test)", () => {
         const second = yield* signInForAdminToken(gateway, "second-admin", "another long password 42")
         const otherApi = managementApi(gateway, String(second["access_token"]))
         expect((yield* otherApi.get(`${path}/tests/${id}`)).status).toBe(404)
-        // A save ends the test.
+        // A save ends the tests: results are gone, and an unused start link no longer starts anything.
+        const unused = yield* api.post(`${path}/test`, { source: "oidc", oidc: draft })
         expect((yield* api.put(path, { oidc: oidcOff, ldap: ldapOff }, { "if-match": '"0"' })).status).toBe(200)
         expect((yield* api.get(`${path}/tests/${id}`)).status).toBe(404)
+        const late = yield* Effect.promise(() => fetch(String(unused.body["start_url"]), { redirect: "manual" }))
+        expect(late.status).toBe(400)
+        expect(yield* Effect.promise(() => late.text())).toContain("saved since this test started")
       }),
     60_000
   )

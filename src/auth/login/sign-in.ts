@@ -32,10 +32,10 @@ export const stagePage = (settings: AuthSettings, transaction: LoginTransaction,
     }
     case "consent":
       return request === undefined
-        ? signInPage(form, settings.upstreamHost, error, status)
+        ? signInPage(form, settings, error, status)
         : consentPage({ ...form, clientId: request.clientId }, request.scope, request.resource)
     default:
-      return signInPage(form, settings.upstreamHost, error, status)
+      return signInPage(form, settings, error, status)
   }
 }
 

@@ -30,13 +30,35 @@ const upstreamEntry = (form: FormContext, host: string | undefined) =>
 <p><a class="button" id="upstream-sign-in" href="/sso/login/upstream?login=${encodeURIComponent(form.login)}&amp;csrf=${encodeURIComponent(form.csrf)}">Sign in with ${host}</a></p></section>`
 
 /**
- * `GET /sso`: the sign-in methods configured: the enterprise identity provider (when
- * `auth.sso.upstream` is set), then local accounts.
+ * The directory account form (an enabled LDAP connection, docs/ldap.md): name and password, checked by
+ * the directory; a single factor, with no second step.
  */
-export const signInPage = (form: FormContext, upstreamHost: string | undefined, error?: string, status = 200) =>
+const ldapEntry = (form: FormContext, enabled: boolean) =>
+  enabled
+    ? html`<section aria-label="Directory account"><h2>Directory account</h2>
+<p class="muted">Sign in with your directory account.</p>
+<form method="post" action="/sso/login/ldap">${hiddenFields(form)}
+<label for="ldap-username">User name</label><input type="text" id="ldap-username" name="username" autocomplete="username" required maxlength="256">
+<label for="ldap-password">Password</label><input type="password" id="ldap-password" name="password" autocomplete="current-password" required maxlength="1024">
+<button type="submit">Sign in</button></form></section>`
+    : new Html("")
+
+/** Which sign-in methods the page offers besides local accounts. */
+export interface SignInMethods {
+  /** The enterprise identity provider's host, for its link; undefined without one. */
+  readonly upstreamHost: string | undefined
+  /** An enabled LDAP connection: the directory account form. */
+  readonly ldapEnabled: boolean
+}
+
+/**
+ * `GET /sso`: the sign-in methods configured: the enterprise identity provider (`auth.sso.upstream` or
+ * a stored OIDC connection), the directory account (a stored LDAP connection), then local accounts.
+ */
+export const signInPage = (form: FormContext, methods: SignInMethods, error?: string, status = 200) =>
   page(
     "Sign in",
-    html`<h1>Sign in to the gateway</h1>${purpose(form)}${errorBox(error)}${upstreamEntry(form, upstreamHost)}
+    html`<h1>Sign in to the gateway</h1>${purpose(form)}${errorBox(error)}${upstreamEntry(form, methods.upstreamHost)}${ldapEntry(form, methods.ldapEnabled)}
 <section aria-label="Local account"><h2>Local account</h2>
 <form method="post" action="/sso/login/local">${hiddenFields(form)}
 <label for="username">User name</label><input type="text" id="username" name="username" autocomplete="username" required maxlength="256" autofocus>

@@ -1,6 +1,13 @@
 import { Duration, Effect, Redacted } from "effect"
 import { type Client, type Entry, ResultCodeError } from "ldapts"
-import { connectionFailure, describeError, OPERATION_TIMEOUT_MS, openConnection, request } from "./connection.js"
+import {
+  bindService,
+  connectionFailure,
+  describeError,
+  OPERATION_TIMEOUT_MS,
+  openConnection,
+  request
+} from "./connection.js"
 import { type LdapSignInFailed, refuse } from "./failure.js"
 import { groupFilter, toLdapFilter, userFilter } from "./filter.js"
 import { type LdapEndpoint, type LdapSettings, parseLdapUrl, validateLdapSettings } from "./settings.js"
@@ -162,13 +169,7 @@ const signInAt = (
 ) =>
   Effect.gen(function* () {
     const service = yield* openConnection(settings, endpoint)
-    yield* request(
-      () => service.bind(settings.bind_dn, Redacted.value(settings.bind_password)),
-      (error) =>
-        error instanceof ResultCodeError
-          ? refuse("service_bind_failed", `service bind: ${describeError(error)}`)
-          : connectionFailure("service bind", error)
-    )
+    yield* bindService(service, settings)
     const user = yield* findUser(service, settings, username)
     // The password is checked by the directory itself, on a connection of its own: the service
     // connection stays the service account's for the group search.

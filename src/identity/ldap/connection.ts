@@ -1,6 +1,6 @@
 import { isIP } from "node:net"
 import { type ConnectionOptions, checkServerIdentity } from "node:tls"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Redacted } from "effect"
 import { Client, ResultCodeError } from "ldapts"
 import { type LdapSignInFailed, refuse } from "./failure.js"
 import type { LdapEndpoint, LdapSettings } from "./settings.js"
@@ -95,4 +95,14 @@ export const openConnection = (settings: LdapSettings, endpoint: LdapEndpoint) =
             })
           )
     )
+  )
+
+/** The service account's bind (`bind_dn`, `bind_password`): refused is `service_bind_failed`. */
+export const bindService = (client: Client, settings: LdapSettings) =>
+  request(
+    () => client.bind(settings.bind_dn, Redacted.value(settings.bind_password)),
+    (error) =>
+      error instanceof ResultCodeError
+        ? refuse("service_bind_failed", `service bind: ${describeError(error)}`)
+        : connectionFailure("service bind", error)
   )

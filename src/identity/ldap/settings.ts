@@ -159,37 +159,42 @@ const caPemProblem = (pem: string): string | undefined => {
   return undefined
 }
 
+/** Settings as far as they are given: a draft (a stored connection not yet enabled) may leave any out. */
+export type LdapSettingsDraft = { readonly [K in keyof LdapSettings]?: LdapSettings[K] | undefined }
+
 /**
- * Every problem of `settings`, each with its key; empty when the directory can be used. Pure: nothing
- * is contacted. `authenticate` refuses settings with problems (`invalid_settings`) before any network.
+ * The problems of the settings that are given, each with its key: every value must be well-formed, but
+ * none is required (an absent key has no problem here). Pure: nothing is contacted. The Management API
+ * checks stored connections with it (src/identity/providers/settings.ts); `validateLdapSettings` is the
+ * whole check.
  */
-export const validateLdapSettings = (settings: LdapSettings): ReadonlyArray<LdapSettingsProblem> => {
+export const validateLdapFields = (settings: LdapSettingsDraft): ReadonlyArray<LdapSettingsProblem> => {
   const problems: Array<LdapSettingsProblem> = []
   const add = (path: string, message: string | undefined) => {
     if (message !== undefined) problems.push({ path, message })
   }
-  const endpoint = parseLdapUrl(settings.url)
-  add("url", typeof endpoint === "string" ? endpoint : undefined)
-  add("bind_dn", dnProblem(settings.bind_dn, "cn=gateway,ou=services,dc=example,dc=com"))
-  add("bind_password", bindPasswordProblem(settings.bind_password))
-  add("user_search_base", dnProblem(settings.user_search_base, "ou=people,dc=example,dc=com"))
-  add(
-    "user_search_filter",
-    filterProblem(settings.user_search_filter, "user", "(&(objectClass=person)(uid={{username}}))")
-  )
-  add("user_id_attribute", attributeProblem(settings.user_id_attribute, "entryUUID or objectGUID"))
-  add("user_name_attribute", attributeProblem(settings.user_name_attribute, "displayName or cn"))
-
-  const present = GROUP_KEYS.filter((key) => settings[key] !== undefined)
-  if (present.length > 0 && present.length < GROUP_KEYS.length) {
-    for (const key of GROUP_KEYS.filter((each) => settings[each] === undefined)) {
-      add(
-        key,
-        `must be set too: ${present.join(", ")} ${present.length === 1 ? "is" : "are"} set, and the group search ` +
-          "needs group_search_base, group_search_filter, group_id_attribute and group_name_attribute together " +
-          "(leave all four out for no group search)"
-      )
-    }
+  if (settings.url !== undefined) {
+    const endpoint = parseLdapUrl(settings.url)
+    add("url", typeof endpoint === "string" ? endpoint : undefined)
+  }
+  if (settings.bind_dn !== undefined) {
+    add("bind_dn", dnProblem(settings.bind_dn, "cn=gateway,ou=services,dc=example,dc=com"))
+  }
+  if (settings.bind_password !== undefined) add("bind_password", bindPasswordProblem(settings.bind_password))
+  if (settings.user_search_base !== undefined) {
+    add("user_search_base", dnProblem(settings.user_search_base, "ou=people,dc=example,dc=com"))
+  }
+  if (settings.user_search_filter !== undefined) {
+    add(
+      "user_search_filter",
+      filterProblem(settings.user_search_filter, "user", "(&(objectClass=person)(uid={{username}}))")
+    )
+  }
+  if (settings.user_id_attribute !== undefined) {
+    add("user_id_attribute", attributeProblem(settings.user_id_attribute, "entryUUID or objectGUID"))
+  }
+  if (settings.user_name_attribute !== undefined) {
+    add("user_name_attribute", attributeProblem(settings.user_name_attribute, "displayName or cn"))
   }
   if (settings.group_search_base !== undefined) {
     add("group_search_base", dnProblem(settings.group_search_base, "ou=groups,dc=example,dc=com"))
@@ -207,5 +212,26 @@ export const validateLdapSettings = (settings: LdapSettings): ReadonlyArray<Ldap
     add("group_name_attribute", attributeProblem(settings.group_name_attribute, "cn"))
   }
   if (settings.ca_pem !== undefined) add("ca_pem", caPemProblem(settings.ca_pem))
+  return problems
+}
+
+/**
+ * Every problem of `settings`, each with its key; empty when the directory can be used. Pure: nothing
+ * is contacted. `authenticate` refuses settings with problems (`invalid_settings`) before any network.
+ */
+export const validateLdapSettings = (settings: LdapSettings): ReadonlyArray<LdapSettingsProblem> => {
+  const problems = [...validateLdapFields(settings)]
+  const present = GROUP_KEYS.filter((key) => settings[key] !== undefined)
+  if (present.length > 0 && present.length < GROUP_KEYS.length) {
+    for (const key of GROUP_KEYS.filter((each) => settings[each] === undefined)) {
+      problems.push({
+        path: key,
+        message:
+          `must be set too: ${present.join(", ")} ${present.length === 1 ? "is" : "are"} set, and the group search ` +
+          "needs group_search_base, group_search_filter, group_id_attribute and group_name_attribute together " +
+          "(leave all four out for no group search)"
+      })
+    }
+  }
   return problems
 }

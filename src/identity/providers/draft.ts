@@ -1,8 +1,9 @@
 import { Redacted, Schema } from "effect"
+import type { LdapSettings } from "../ldap/settings.js"
 import { connectionOf, type UpstreamConnection } from "../upstream/connection.js"
 import { oidcNamespace } from "./namespaces.js"
 import type { StoredConnections } from "./service.js"
-import { IdentityProvidersBody, type OidcSettings } from "./settings.js"
+import { IdentityProvidersBody, type LdapSettingsFields, type OidcSettings } from "./settings.js"
 
 /**
  * `POST /api/v1/identity-providers/probe` and `/test` (docs/enterprise-sign-in.md, "Trying a
@@ -44,3 +45,53 @@ export const oidcConnectionOf = (
   ...connectionOf({ ...oidc, protocol: "oidc", client_secret_env: "" }, secret, oidc.ca_pem),
   namespace: oidcNamespace(oidc)
 })
+
+/** The settings an LDAP connection cannot work without (the group search is all four or none). */
+const LDAP_REQUIRED = [
+  "url",
+  "bind_dn",
+  "user_search_base",
+  "user_search_filter",
+  "user_id_attribute",
+  "user_name_attribute"
+] as const
+
+/**
+ * A stored LDAP connection as sign-in uses it (`LdapSettings`, src/identity/ldap/settings.ts), with its
+ * opened bind password; or the first thing it lacks. An enabled stored connection is complete (the save
+ * checked it); a draft may not be.
+ */
+export const ldapSettingsOf = (
+  ldap: LdapSettingsFields,
+  bindPassword: Redacted.Redacted<string> | undefined
+): LdapSettings | string => {
+  const missing = LDAP_REQUIRED.find((key) => ldap[key] === undefined)
+  if (missing !== undefined) return `ldap.${missing}: required`
+  if (bindPassword === undefined) return "ldap.bind_password: required (none is stored)"
+  const { enabled: _enabled, ...given } = ldap
+  return {
+    ...given,
+    url: ldap.url ?? "",
+    bind_dn: ldap.bind_dn ?? "",
+    bind_password: bindPassword,
+    user_search_base: ldap.user_search_base ?? "",
+    user_search_filter: ldap.user_search_filter ?? "",
+    user_id_attribute: ldap.user_id_attribute ?? "",
+    user_name_attribute: ldap.user_name_attribute ?? ""
+  }
+}
+
+/** The draft LDAP connection to try, or what is missing: without `bind_password` the stored one is used. */
+export const ldapDraftSettings = (
+  draft: NonNullable<ConnectionDraftBody["ldap"]>,
+  stored: StoredConnections
+): LdapSettings | string => {
+  const { bind_password, ...settings } = draft
+  const password =
+    bind_password === undefined
+      ? stored.ldapBindPassword
+      : bind_password === ""
+        ? undefined
+        : Redacted.make(bind_password)
+  return ldapSettingsOf(settings, password)
+}

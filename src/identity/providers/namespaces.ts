@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { ldapNamespace as directoryNamespace } from "../ldap/namespace.js"
 import { namespaceOf } from "../upstream/connection.js"
 import type { LdapSettingsFields, OidcSettings } from "./settings.js"
 
@@ -14,22 +14,18 @@ export const oidcNamespace = (oidc: OidcSettings): string =>
   })
 
 /**
- * The identity namespace of an LDAP connection: the directory's address, where and how people and
- * groups are searched, and which attributes hold their stable ids. Changing any of them starts a
- * namespace whose users inherit nothing (docs/enterprise-sign-in.md, "Identities").
+ * The identity namespace of a stored LDAP connection: the LDAP module's (`ldapNamespace` in
+ * src/identity/ldap/namespace.ts), so the people a sign-in admits, the ones a directory snapshot lists
+ * and the ones a replaced connection's save revokes are the same. Only an enabled connection is complete;
+ * a draft's missing settings count as empty.
  */
 export const ldapNamespace = (ldap: LdapSettingsFields): string =>
-  `ldap:${createHash("sha256")
-    .update(
-      JSON.stringify([
-        ldap.url ?? null,
-        ldap.user_search_base ?? null,
-        ldap.user_search_filter ?? null,
-        ldap.user_id_attribute ?? null,
-        ldap.group_search_base ?? null,
-        ldap.group_search_filter ?? null,
-        ldap.group_id_attribute ?? null
-      ])
-    )
-    .digest("hex")
-    .slice(0, 32)}`
+  directoryNamespace({
+    url: ldap.url ?? "",
+    user_search_base: ldap.user_search_base ?? "",
+    user_search_filter: ldap.user_search_filter ?? "",
+    user_id_attribute: ldap.user_id_attribute ?? "",
+    group_search_base: ldap.group_search_base,
+    group_search_filter: ldap.group_search_filter,
+    group_id_attribute: ldap.group_id_attribute
+  })

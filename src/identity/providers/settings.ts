@@ -1,5 +1,6 @@
 import { X509Certificate } from "node:crypto"
 import { Schema } from "effect"
+import { validateLdapFields } from "../ldap/settings.js"
 
 /**
  * The identity connections an administrator stores through the Management API (docs/enterprise-sign-in.md,
@@ -99,7 +100,10 @@ export const IdentityProvidersRecord = Schema.Struct({
 }).annotations({ identifier: "IdentityProviders" })
 export type IdentityProvidersRecord = typeof IdentityProvidersRecord.Type
 
-/** The problems of connections that are enabled (a disabled one may be an incomplete draft). */
+/**
+ * The problems of the connections as they would be saved: an enabled connection must be complete (a
+ * disabled one may be an incomplete draft), and every value given must be well-formed either way.
+ */
 export const enabledProblems = (
   settings: StoredSettings,
   secrets: { readonly oidc: boolean; readonly ldap: boolean }
@@ -128,6 +132,9 @@ export const enabledProblems = (
     }
     if (!secrets.ldap) problems.push("ldap.bind_password: required when ldap.enabled is true")
   }
+  // What is given must be well-formed even in a draft: the LDAP module's own rules (docs/ldap.md, "Settings").
+  const { enabled: _enabled, ...given } = ldap
+  for (const { path, message } of validateLdapFields(given)) problems.push(`ldap.${path}: ${message}`)
   const group = [ldap.group_search_base, ldap.group_search_filter, ldap.group_id_attribute, ldap.group_name_attribute]
   if (group.some((value) => value !== undefined) && group.some((value) => value === undefined)) {
     problems.push(

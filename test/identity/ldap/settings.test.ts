@@ -5,7 +5,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted, Schema } from "effect"
 import { ldapNamespace } from "../../../src/identity/ldap/namespace.js"
-import { LdapSettings, parseLdapUrl, validateLdapSettings } from "../../../src/identity/ldap/settings.js"
+import {
+  LdapSettings,
+  parseLdapUrl,
+  validateLdapFields,
+  validateLdapSettings
+} from "../../../src/identity/ldap/settings.js"
 import { directorySettings, makeLdapCertificates, withoutGroups } from "../../support/slapd.js"
 
 const valid = directorySettings("ldaps://ldap.example.com:636", undefined)
@@ -119,6 +124,20 @@ describe("LDAP settings", () => {
   })
 })
 
+describe("validateLdapFields", () => {
+  it("checks what a draft gives and requires nothing", () => {
+    expect(validateLdapFields({})).toEqual([])
+    expect(validateLdapFields({ url: "ldaps://ldap.example.com", user_id_attribute: "entryUUID" })).toEqual([])
+    expect(
+      validateLdapFields({ url: "ldap://ldap.example.com?x", user_search_filter: "(uid=alice)" }).map(
+        (problem) => problem.path
+      )
+    ).toEqual(["url", "user_search_filter"])
+    // The group search's all-four-or-none is the whole check's (and the stored settings' own) rule.
+    expect(validateLdapFields({ group_search_base: "ou=groups,dc=example,dc=com" })).toEqual([])
+  })
+})
+
 describe("ldapNamespace", () => {
   it("is ldap: and a SHA-256, stable, and new whenever who-is-who may change", () => {
     const namespace = ldapNamespace(valid)
@@ -137,15 +156,19 @@ describe("ldapNamespace", () => {
     expect(new Set([namespace, ...namespaces]).size).toBe(changes.length + 1)
     expect(ldapNamespace(withoutGroups(valid))).not.toBe(namespace)
     // Who is who does not depend on display names, the service account or the CA.
-    expect(
-      ldapNamespace({
-        ...valid,
-        user_name_attribute: "cn",
-        group_name_attribute: "description",
-        bind_dn: "cn=other",
-        bind_password: Redacted.make("other"),
-        ca_pem: "x"
-      })
-    ).toBe(namespace)
+    const otherwise: LdapSettings = {
+      ...valid,
+      user_name_attribute: "cn",
+      group_name_attribute: "description",
+      bind_dn: "cn=other",
+      bind_password: Redacted.make("other"),
+      ca_pem: "x"
+    }
+    expect(ldapNamespace(otherwise)).toBe(namespace)
+  })
+
+  it("is named from the identity settings alone: a stored connection has no password to give", () => {
+    const { bind_password: _password, bind_dn: _dn, user_name_attribute: _name, ...identity } = valid
+    expect(ldapNamespace(identity)).toBe(ldapNamespace(valid))
   })
 })
