@@ -373,3 +373,55 @@ describe("trying a draft OIDC connection (probe and test)", () => {
     60_000
   )
 })
+
+describe("drafts and the stored secrets", () => {
+  it.scoped("a draft naming another issuer, client id, LDAP address or bind DN must bring its own secret", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const api = managementApi(gateway, yield* adminToken(gateway))
+      const stored = {
+        oidc: {
+          enabled: false,
+          issuer: "https://login.example.com",
+          client_id: "gateway",
+          client_secret: "stored-oidc-secret"
+        },
+        ldap: {
+          enabled: false,
+          url: "ldaps://ldap.example.com:636",
+          bind_dn: "cn=gateway,dc=example,dc=com",
+          bind_password: "stored-bind-password"
+        }
+      }
+      expect((yield* api.put(path, stored, { "if-match": '"0"' })).status).toBe(200)
+      const { client_secret: _secret, ...oidc } = stored.oidc
+      const { bind_password: _password, ...ldap } = stored.ldap
+      for (const [body, message] of [
+        [
+          { source: "oidc", oidc: { ...oidc, issuer: "https://evil.example" } },
+          "oidc.client_secret: required for a draft naming another issuer"
+        ],
+        [
+          { source: "oidc", oidc: { ...oidc, client_id: "other" } },
+          "oidc.client_secret: required for a draft naming another issuer"
+        ],
+        [
+          { source: "ldap", ldap: { ...ldap, url: "ldaps://evil.example:636" } },
+          "ldap.bind_password: required for a draft naming another address"
+        ],
+        [
+          { source: "ldap", ldap: { ...ldap, bind_dn: "cn=other" } },
+          "ldap.bind_password: required for a draft naming another address"
+        ]
+      ] as const) {
+        for (const endpoint of ["probe", "test"]) {
+          const answer = yield* api.post(`${path}/${endpoint}`, body)
+          expect([endpoint, message, answer.status]).toEqual([endpoint, message, 400])
+          expect(String(answer.body["error_description"])).toContain(message)
+        }
+      }
+      // The stored server and account: the stored secret is used (the draft is tried, not refused).
+      expect((yield* api.post(`${path}/test`, { source: "oidc", oidc })).body).toMatchObject({ status: "waiting" })
+    })
+  )
+})

@@ -7,7 +7,10 @@ import { IdentityProvidersBody, type LdapSettingsFields, type OidcSettings } fro
 
 /**
  * `POST /api/v1/identity-providers/probe` and `/test` (docs/enterprise-sign-in.md, "Trying a
- * connection"): a draft of one connection, never saved. A draft without its secret uses the stored one.
+ * connection"): a draft of one connection, never saved. A draft without its secret uses the stored one
+ * only while it names the same server and account as the stored connection (issuer and client id; LDAP
+ * address and bind DN): a draft naming another server must bring its own secret, so a Management API
+ * token cannot send the stored secret to a server of its choosing.
  */
 export const ConnectionDraftBody = Schema.Struct({
   source: Schema.Literal("oidc", "ldap"),
@@ -19,21 +22,23 @@ export const ConnectionDraftBody = Schema.Struct({
 }).annotations({ identifier: "ConnectionDraft" })
 export type ConnectionDraftBody = typeof ConnectionDraftBody.Type
 
+const nonEmpty = (secret: string) => (secret === "" ? undefined : Redacted.make(secret))
+
 /** The draft OIDC connection to try, or what is missing. */
 export const oidcDraftConnection = (
   draft: NonNullable<ConnectionDraftBody["oidc"]>,
   stored: StoredConnections
 ): UpstreamConnection | string => {
   const { client_secret, ...settings } = draft
-  const secret =
-    client_secret === undefined
-      ? stored.oidcClientSecret
-      : client_secret === ""
-        ? undefined
-        : Redacted.make(client_secret)
   if (settings.issuer === undefined) return "oidc.issuer: required"
   if (settings.client_id === undefined) return "oidc.client_id: required"
-  if (secret === undefined) return "oidc.client_secret: required (none is stored)"
+  const same = settings.issuer === stored.settings.oidc.issuer && settings.client_id === stored.settings.oidc.client_id
+  const secret = client_secret === undefined ? (same ? stored.oidcClientSecret : undefined) : nonEmpty(client_secret)
+  if (secret === undefined) {
+    return same || client_secret !== undefined
+      ? "oidc.client_secret: required (none is stored)"
+      : "oidc.client_secret: required for a draft naming another issuer or client id than the stored connection"
+  }
   return oidcConnectionOf({ ...settings, issuer: settings.issuer, client_id: settings.client_id }, secret)
 }
 
@@ -87,11 +92,10 @@ export const ldapDraftSettings = (
   stored: StoredConnections
 ): LdapSettings | string => {
   const { bind_password, ...settings } = draft
-  const password =
-    bind_password === undefined
-      ? stored.ldapBindPassword
-      : bind_password === ""
-        ? undefined
-        : Redacted.make(bind_password)
+  const same = settings.url === stored.settings.ldap.url && settings.bind_dn === stored.settings.ldap.bind_dn
+  if (bind_password === undefined && !same) {
+    return "ldap.bind_password: required for a draft naming another address or bind DN than the stored connection"
+  }
+  const password = bind_password === undefined ? stored.ldapBindPassword : nonEmpty(bind_password)
   return ldapSettingsOf(settings, password)
 }
