@@ -62,21 +62,29 @@ export const BearerVerifierLive = Layer.scoped(
         "Development tokens (gateway dev-token) are accepted only by a gateway started with --dev."
       )
       const verified = new VerifiedTokens(10_000)
-      const builtin = (token: string) =>
-        Effect.gen(function* () {
-          const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-          let caller = verified.get(token, now)
-          if (caller === undefined) {
-            const payload = yield* signer
-              .verify(token, { issuer, audience })
-              .pipe(Effect.mapError((error) => rejected(describe(error.code))))
-            caller = callerFromClaims(payload)
+      // Built from plain combinators rather than Effect.gen: this runs on every /mcp request, and a
+      // generator per request costs more than the cached lookup it wraps.
+      const checkSession = (caller: Caller): Effect.Effect<Caller, HttpError> => {
+        if (Option.isNone(guard)) return Effect.fail(noSessionStore)
+        const isDev = caller.sessionId?.startsWith(devSessionPrefix) === true
+        return guard.value.check(caller).pipe(
+          Effect.mapError(() => (isDev ? devOnly : sessionEnded)),
+          Effect.as(caller)
+        )
+      }
+      const verifySignature = (token: string) =>
+        signer.verify(token, { issuer, audience }).pipe(
+          Effect.mapError((error) => rejected(describe(error.code))),
+          Effect.map((payload) => {
+            const caller = callerFromClaims(payload)
             verified.set(token, caller)
-          }
-          if (Option.isNone(guard)) return yield* noSessionStore
-          const isDev = caller.sessionId?.startsWith(devSessionPrefix) === true
-          yield* guard.value.check(caller).pipe(Effect.mapError(() => (isDev ? devOnly : sessionEnded)))
-          return caller
+            return caller
+          })
+        )
+      const builtin = (token: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (millis) => {
+          const cached = verified.get(token, Math.floor(millis / 1000))
+          return cached === undefined ? Effect.flatMap(verifySignature(token), checkSession) : checkSession(cached)
         })
 
       const withBearer =

@@ -125,10 +125,11 @@ export const McpPostLive = Layer.scoped(
     const requests = yield* GenerationRequests
 
     /**
-     * The token, then the caller's view (or the request's 401/403); synchronously when neither needs
-     * I/O (a cached token and policy), which is the common case.
+     * The token, then the caller's view (or the request's 401/403): the view itself when neither needs
+     * I/O (a cached token and policy), which is the common case, else a promise of it. Throws the
+     * refusal when it is decided at once.
      */
-    const authorize = (authorization: string | undefined): Promise<View> => {
+    const authorize = (authorization: string | undefined): View | Promise<View> => {
       // The fiber ends in an Exit, never a failure: a failed fiber nobody joins is reported by the
       // runtime ("Fiber terminated with an unhandled error") and its cause kept for that report.
       const fiber = runFork(Effect.exit(Effect.flatMap(verifier.verify(authorization), engine.view)))
@@ -139,13 +140,7 @@ export const McpPostLive = Layer.scoped(
         const failure = Cause.failureOption(exit.cause)
         throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
       }
-      if (done !== null) {
-        try {
-          return Promise.resolve(settle(done))
-        } catch (error) {
-          return Promise.reject(error)
-        }
-      }
+      if (done !== null) return settle(done)
       return new Promise((resolve, reject) =>
         fiber.addObserver((exit) => {
           try {
@@ -167,10 +162,16 @@ export const McpPostLive = Layer.scoped(
       if (!allowedOrigin) throw originRefused
       // Refused before the body is read; and decided again once it has arrived, so a request whose
       // body was held back while access was withdrawn or the session revoked runs with today's access.
-      await authorize(request.headers.authorization)
+      const decided = authorize(request.headers.authorization)
+      const first = await decided
+      // The usual small body comes in the same read from the socket as the headers: a decision made at
+      // once (no I/O) in that read's callback, with the body complete when its microtasks run (now),
+      // was made with nothing able to change in between — no other I/O, timer or write ran — so it is
+      // the decision after the body's arrival, and is not made twice (docs/decisions.md, "Per-call overhead").
+      const withBody = !(decided instanceof Promise) && request.complete
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
       const parsed = parseMessage(await readBody(request, signal))
-      const view = await authorize(request.headers.authorization)
+      const view = withBody ? first : await authorize(request.headers.authorization)
       if (parsed._tag === "Rejected") {
         const { status, code, message } = parsed.rejection
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
@@ -224,7 +225,7 @@ export const McpPostLive = Layer.scoped(
         log(LogLevel.Info, "policy.listen_closed", { event: "policy.listen_closed", reason, subject: subject ?? null })
       }
       const recheck = () =>
-        authorize(request.headers.authorization).then(
+        new Promise<View>((resolve) => resolve(authorize(request.headers.authorization))).then(
           (view) => {
             if (!view.subscribes) end("subscribe_withdrawn", view.caller.subject)
           },

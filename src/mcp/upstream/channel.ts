@@ -105,8 +105,20 @@ const asObject = (value: unknown): Record<string, unknown> => (isRecord(value) ?
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
   isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
 
-const mediaType = (incoming: IncomingMessage) =>
-  (incoming.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
+/**
+ * The answer's media type, read from its raw headers: `incoming.headers` would build an object of every
+ * header for this one. The first `Content-Type` counts, as in `incoming.headers` (Node drops repeats).
+ */
+const mediaType = (incoming: IncomingMessage) => {
+  const raw = incoming.rawHeaders
+  for (let at = 0; at + 1 < raw.length; at += 2) {
+    const name = raw[at]!
+    if (name.length === 12 && name.toLowerCase() === "content-type") {
+      return raw[at + 1]!.split(";", 1)[0]!.trim().toLowerCase()
+    }
+  }
+  return ""
+}
 
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
@@ -116,6 +128,18 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const secure = url.protocol === "https:"
   const send = secure ? httpsRequest : httpRequest
   const agent = secure ? settings.agents.https : settings.agents.http
+  // What node:http would derive from the URL on every request (urlToHttpOptions), derived once.
+  const target = {
+    protocol: url.protocol,
+    hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+    ...(url.port === "" ? {} : { port: Number(url.port) }),
+    path: `${url.pathname}${url.search}`,
+    ...(url.username === "" && url.password === ""
+      ? {}
+      : { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }),
+    method: "POST",
+    agent
+  }
   let counter = 0
 
   const headersFor = async (
@@ -154,7 +178,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     const body = JSON.stringify(message)
     headersFor(session, method, undefined, Buffer.byteLength(body))
       .then((headers) => {
-        const outgoing = send(url, { method: "POST", headers, agent }, (incoming) => incoming.resume())
+        const outgoing = send({ ...target, headers }, (incoming) => incoming.resume())
         outgoing.once("error", () => {})
         outgoing.end(body)
       })
@@ -303,7 +327,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           (headers) => {
             if (settled) return
             try {
-              outgoing = send(url, { method: "POST", headers, agent }, (incoming) => read(incoming, retried))
+              outgoing = send({ ...target, headers }, (incoming) => read(incoming, retried))
             } catch {
               // Node refuses a header value it cannot send (a token with control characters, say).
               return fail("failed", "the request to the backend could not be built")
