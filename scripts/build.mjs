@@ -16,7 +16,8 @@ await build({
   target: "node20.18",
   sourcemap: "linked",
   // Native addons and optional native bindings load from node_modules at run time.
-  external: ["better-sqlite3", "pg-native"],
+  // ldapts is loaded at its first use (src/identity/ldap/ldapts.ts), from node_modules.
+  external: ["better-sqlite3", "pg-native", "ldapts"],
   // Some bundled dependencies are CommonJS and call require().
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"

@@ -1,5 +1,5 @@
 import { Duration, Effect, Redacted } from "effect"
-import { type Client, type Entry, ResultCodeError } from "ldapts"
+import type { Client, Entry } from "ldapts"
 import {
   bindService,
   connectionFailure,
@@ -10,6 +10,7 @@ import {
 } from "./connection.js"
 import { type LdapSignInFailed, refuse } from "./failure.js"
 import { groupFilter, toLdapFilter, userFilter } from "./filter.js"
+import { ldapts } from "./ldapts.js"
 import { type LdapEndpoint, type LdapSettings, parseLdapUrl, validateLdapSettings } from "./settings.js"
 import { displayNameOf, stableIdOf, valuesOf } from "./stable-id.js"
 
@@ -68,7 +69,7 @@ export const settingsProblem = (settings: LdapSettings): LdapSignInFailed | unde
  */
 const searchFailure = (what: string) => (error: unknown) => {
   const safe =
-    error instanceof ResultCodeError ||
+    error instanceof ldapts().ResultCodeError ||
     (error instanceof Error &&
       ((error as NodeJS.ErrnoException).code !== undefined ||
         /^\w+: Operation timed out$|^Connection closed before|^Socket error/.test(error.message)))
@@ -178,7 +179,7 @@ const signInAt = (
         request(
           () => own.bind(user.dn, Redacted.value(password)),
           (error) =>
-            error instanceof ResultCodeError
+            error instanceof ldapts().ResultCodeError
               ? refuse("invalid_credentials", `user bind: ${describeError(error)}`)
               : connectionFailure("user bind", error)
         )

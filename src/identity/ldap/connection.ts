@@ -1,8 +1,9 @@
 import { isIP } from "node:net"
 import { type ConnectionOptions, checkServerIdentity } from "node:tls"
 import { Duration, Effect, Redacted } from "effect"
-import { Client, ResultCodeError } from "ldapts"
+import type { Client } from "ldapts"
 import { type LdapSignInFailed, refuse } from "./failure.js"
+import { ldapts } from "./ldapts.js"
 import type { LdapEndpoint, LdapSettings } from "./settings.js"
 
 /** How long a TCP connection (and, for ldaps://, its TLS handshake) may take. */
@@ -27,7 +28,7 @@ export const tlsOptionsFor = (endpoint: LdapEndpoint, caPem: string | undefined)
 
 /** What an error says, for the log: the LDAP result code and the server's message, or the socket's error. */
 export const describeError = (error: unknown): string => {
-  if (error instanceof ResultCodeError) return `${error.name} (result code ${error.code}): ${error.message}`
+  if (error instanceof ldapts().ResultCodeError) return `${error.name} (result code ${error.code}): ${error.message}`
   if (error instanceof Error) {
     const code = (error as NodeJS.ErrnoException).code
     return code === undefined ? error.message : `${code}: ${error.message}`
@@ -68,7 +69,7 @@ export const openConnection = (settings: LdapSettings, endpoint: LdapEndpoint) =
   Effect.acquireRelease(
     Effect.sync(
       () =>
-        new Client({
+        new (ldapts().Client)({
           url: `${endpoint.scheme}://${endpoint.host}:${endpoint.port}`,
           connectTimeout: CONNECT_TIMEOUT_MS,
           timeout: OPERATION_TIMEOUT_MS,
@@ -102,7 +103,7 @@ export const bindService = (client: Client, settings: LdapSettings) =>
   request(
     () => client.bind(settings.bind_dn, Redacted.value(settings.bind_password)),
     (error) =>
-      error instanceof ResultCodeError
+      error instanceof ldapts().ResultCodeError
         ? refuse("service_bind_failed", `service bind: ${describeError(error)}`)
         : connectionFailure("service bind", error)
   )

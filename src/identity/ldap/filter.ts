@@ -1,4 +1,5 @@
-import { EqualityFilter, type Filter, FilterParser } from "ldapts"
+import type { Filter } from "ldapts"
+import { ldapts } from "./ldapts.js"
 import type { LdapSettings } from "./settings.js"
 
 /**
@@ -81,7 +82,7 @@ const decodeValues = (node: Node): void => {
     if (typeof value !== "string" || value === "") continue
     const decoded = fromLatin1(value)
     // Only an equality match writes raw bytes; elsewhere ldapts writes strings.
-    node[key] = typeof decoded === "string" || node instanceof EqualityFilter ? decoded : value
+    node[key] = typeof decoded === "string" || node instanceof ldapts().EqualityFilter ? decoded : value
   }
   if (Array.isArray(node["any"])) {
     node["any"] = (node["any"] as Array<string>).map((part) => {
@@ -94,7 +95,7 @@ const decodeValues = (node: Node): void => {
 
 /** The filter ldapts sends for `text` (a filled template); throws when it is not a valid filter. */
 export const toLdapFilter = (text: string): Filter => {
-  const filter = FilterParser.parseString(asBytes(text))
+  const filter = ldapts().FilterParser.parseString(asBytes(text))
   decodeValues(filter as unknown as Node)
   return filter
 }
