@@ -43,5 +43,9 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   )
   // The stored identity connections: applied at once, so process-wide like the policy.
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
-  return Layer.mergeAll(connections, DirectorySnapshots.Default).pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
+  return Layer.mergeAll(connections, DirectorySnapshots.Default).pipe(
+    Layer.provideMerge(access),
+    Layer.provideMerge(authBaseLayer),
+    Layer.provideMerge(signer)
+  )
 }

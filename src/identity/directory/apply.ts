@@ -134,9 +134,9 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
           const existing = changed.filter(([userId]) => storedHash.has(userId)).map(([userId]) => userId)
           const have = new Map<string, Set<string>>()
           for (const row of yield* repo.membershipsOf(existing)) {
-            let set = have.get(row.user_id)
-            if (set === undefined) have.set(row.user_id, (set = new Set()))
+            const set = have.get(row.user_id) ?? new Set<string>()
             set.add(row.group_id)
+            have.set(row.user_id, set)
           }
           const add: Array<readonly [string, string]> = []
           const remove: Array<readonly [string, string]> = []

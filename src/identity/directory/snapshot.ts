@@ -136,21 +136,28 @@ export const checkSnapshot = (body: unknown): SnapshotCheck => {
   const declared = { group: new Set<string>(), department: new Set<string>() }
   if (!Array.isArray(rawGroups)) problem("invalid_snapshot", "groups: expected an array")
   else {
-    rawGroups.forEach((raw, index) => {
+    for (const [index, raw] of rawGroups.entries()) {
       const path = `groups[${index}]`
-      if (!isRecord(raw)) return problem("invalid_snapshot", `${path}: expected an object`)
+      if (!isRecord(raw)) {
+        problem("invalid_snapshot", `${path}: expected an object`)
+        continue
+      }
       unknownKeys(raw, FIELDS.group, `${path}.`)
       const kind = raw["kind"]
       if (kind !== "group" && kind !== "department") {
-        return problem("invalid_snapshot", `${path}.kind: expected "group" or "department"`)
+        problem("invalid_snapshot", `${path}.kind: expected "group" or "department"`)
+        continue
       }
       const id = text(raw["id"], `${path}.id`)
       const name = text(raw["name"], `${path}.name`)
-      if (id === undefined || name === undefined) return
-      if (declared[kind].has(id)) return problem("invalid_snapshot", `${path}.id: ${kind} "${id}" is declared twice`)
+      if (id === undefined || name === undefined) continue
+      if (declared[kind].has(id)) {
+        problem("invalid_snapshot", `${path}.id: ${kind} "${id}" is declared twice`)
+        continue
+      }
       declared[kind].add(id)
       groups.push({ kind, id, name })
-    })
+    }
   }
 
   const users: Array<SnapshotUser> = []
@@ -162,22 +169,26 @@ export const checkSnapshot = (body: unknown): SnapshotCheck => {
       return []
     }
     const seen = new Set<string>()
-    raw.forEach((id, index) => {
-      if (typeof id !== "string" || id.length === 0)
-        return problem("invalid_snapshot", `${path}[${index}]: expected a ${kind} id`)
-      if (!declared[kind].has(id))
-        return problem("invalid_snapshot", `${path}[${index}]: "${id.slice(0, MAX_TEXT)}" is not a declared ${kind}`)
-      if (seen.has(id)) return problem("invalid_snapshot", `${path}[${index}]: "${id}" is listed twice`)
-      seen.add(id)
-    })
+    for (const [index, id] of raw.entries()) {
+      if (typeof id !== "string" || id.length === 0) {
+        problem("invalid_snapshot", `${path}[${index}]: expected a ${kind} id`)
+      } else if (!declared[kind].has(id)) {
+        problem("invalid_snapshot", `${path}[${index}]: "${id.slice(0, MAX_TEXT)}" is not a declared ${kind}`)
+      } else if (seen.has(id)) {
+        problem("invalid_snapshot", `${path}[${index}]: "${id}" is listed twice`)
+      } else seen.add(id)
+    }
     return [...seen]
   }
   if (!Array.isArray(rawUsers)) problem("invalid_snapshot", "users: expected an array")
   else {
-    rawUsers.forEach((raw, index) => {
+    for (const [index, raw] of rawUsers.entries()) {
       const path = `users[${index}]`
-      if (problems.length > MAX_PROBLEMS * 10) return
-      if (!isRecord(raw)) return problem("invalid_snapshot", `${path}: expected an object`)
+      if (problems.length > MAX_PROBLEMS * 10) break
+      if (!isRecord(raw)) {
+        problem("invalid_snapshot", `${path}: expected an object`)
+        continue
+      }
       unknownKeys(raw, FIELDS.user, `${path}.`)
       const subject = text(raw["subject"], `${path}.subject`)
       const name = text(raw["name"], `${path}.name`, true)
@@ -191,11 +202,14 @@ export const checkSnapshot = (body: unknown): SnapshotCheck => {
       if (count > MAX_USER_MEMBERSHIPS) {
         problem("limit_exceeded", `${path}: ${count} groups and departments; at most ${MAX_USER_MEMBERSHIPS} per user`)
       }
-      if (subject === undefined || typeof active !== "boolean") return
-      if (subjects.has(subject)) return problem("invalid_snapshot", `${path}.subject: "${subject}" is listed twice`)
+      if (subject === undefined || typeof active !== "boolean") continue
+      if (subjects.has(subject)) {
+        problem("invalid_snapshot", `${path}.subject: "${subject}" is listed twice`)
+        continue
+      }
       subjects.add(subject)
       users.push({ subject, name, active, groups: groupIds, departments: departmentIds })
-    })
+    }
   }
   if (problems.length > 0) return invalid(problems)
   return { _tag: "Valid", snapshot: { version: version as number, groups, users } }
