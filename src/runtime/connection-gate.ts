@@ -6,25 +6,30 @@ export const PROBE_HEADROOM = 64
 /** How long a connection in the headroom may take to ask for `/healthz` or `/readyz`. */
 export const PROBE_WINDOW_MS = 1_000
 
+/** A silent connection in the headroom this young may still be a probe whose request is on its way. */
+export const SILENT_GRACE_MS = 250
+
 /**
  * Bounds a listener's open connections (`server.max_connections`) without locking out its health
  * probes. Up to the maximum every connection is served. Above it, up to `PROBE_HEADROOM` more are
  * accepted for probes only: any other request there is answered 503 and closed, and a connection that
  * asks nothing within a second is closed. When more than that are open, the surplus is closed once the
- * bytes already received have been read (a probe's request, which asks at once, is answered by then):
- * first the oldest connections that have sent part of a request without completing it (slow ones),
- * then the oldest. A flood of idle or slow connections thus cannot keep `/healthz` and `/readyz` from
- * answering, and the process never runs out of descriptors.
+ * bytes already received have been read: first connections that have sent part of a request without
+ * completing it (slow ones: a probe's request is answered as soon as it is in), then silent ones older
+ * than `SILENT_GRACE_MS`, oldest first. A silent connection younger than that may be a probe about to
+ * ask, and is closed only past twice the headroom. A flood of idle or slow connections thus cannot keep
+ * `/healthz` and `/readyz` from answering, and descriptors stay bounded.
  */
 export class ConnectionGate {
   private open = 0
-  /** Connections admitted into the headroom, oldest first (a Set keeps insertion order). */
-  private readonly headroom = new Set<Socket>()
+  /** Connections admitted into the headroom and when, oldest first (a Map keeps insertion order). */
+  private readonly headroom = new Map<Socket, number>()
   private trimming = false
 
   constructor(
     public max: number,
-    private readonly probeWindowMs = PROBE_WINDOW_MS
+    private readonly probeWindowMs = PROBE_WINDOW_MS,
+    private readonly silentGraceMs = SILENT_GRACE_MS
   ) {}
 
   get openConnections(): number {
@@ -38,26 +43,46 @@ export class ConnectionGate {
       this.headroom.delete(socket)
     })
     if (this.open <= this.max) return
-    this.headroom.add(socket)
+    this.headroom.set(socket, Date.now())
     socket.setTimeout(this.probeWindowMs, () => socket.destroy())
-    if (this.headroom.size > PROBE_HEADROOM && !this.trimming) {
-      // After this turn's I/O: a probe accepted in the same burst has had its request read and answered.
-      this.trimming = true
-      setImmediate(() => this.trim())
+    this.scheduleTrim(0)
+  }
+
+  /** After this turn's I/O (a probe accepted in the same burst has had its request read), or later. */
+  private scheduleTrim(delayMs: number): void {
+    if (this.headroom.size <= PROBE_HEADROOM || this.trimming) return
+    this.trimming = true
+    const run = () => {
+      this.trimming = false
+      this.trim()
     }
+    if (delayMs === 0) setImmediate(run)
+    else setTimeout(run, delayMs).unref()
   }
 
   private trim(): void {
-    this.trimming = false
     let surplus = this.headroom.size - PROBE_HEADROOM
     if (surplus <= 0) return
-    const slow = [...this.headroom].filter((socket) => socket.bytesRead > 0 && socket.writableLength === 0)
-    const silent = [...this.headroom].filter((socket) => socket.bytesRead === 0)
-    for (const socket of [...slow, ...silent]) {
+    const now = Date.now()
+    const slow: Array<Socket> = []
+    const idle: Array<Socket> = []
+    const young: Array<Socket> = []
+    for (const [socket, admittedAt] of this.headroom) {
+      if (socket.bytesRead > 0) {
+        if (socket.writableLength === 0) slow.push(socket)
+      } else if (now - admittedAt >= this.silentGraceMs) idle.push(socket)
+      else young.push(socket)
+    }
+    // Young silent ones go only past twice the headroom: the bound on descriptors holds regardless.
+    const pastBound = Math.max(0, this.headroom.size - 2 * PROBE_HEADROOM)
+    const victims = [...slow, ...idle, ...young.slice(0, pastBound)]
+    for (const socket of victims) {
       if (surplus-- <= 0) break
       this.headroom.delete(socket)
       socket.destroy()
     }
+    // Young ones left over the headroom are looked at again once their grace is over.
+    this.scheduleTrim(this.silentGraceMs)
   }
 
   /** The connection was admitted into the headroom: only probes are answered on it. */

@@ -45,9 +45,23 @@ const listen = async (gate: ConnectionGate) => {
 const turn = () => new Promise((done) => setImmediate(() => setImmediate(done)))
 
 describe("ConnectionGate", () => {
+  it("a young silent connection (a probe whose request is on its way) is kept past the headroom until its grace ends", async () => {
+    const gate = new ConnectionGate(16, 60_000, 3_000)
+    const open = await listen(gate)
+    for (let n = 0; n < 16 + PROBE_HEADROOM; n++) await open()
+    const opened = Date.now()
+    const young = await open()
+    await turn()
+    expect(young.destroyed).toBe(false)
+    // Once the grace is over the surplus goes, oldest first: one connection, not the young one.
+    await new Promise((done) => setTimeout(done, Math.max(0, 3_300 - (Date.now() - opened))))
+    expect(gate.openConnections).toBe(16 + PROBE_HEADROOM)
+    expect(young.destroyed).toBe(false)
+  })
+
   it("past the probe headroom the oldest connection that has sent part of a request is closed before an older silent one", async () => {
-    // A long probe window: the test's own pace must not close anything.
-    const gate = new ConnectionGate(16, 60_000)
+    // A long probe window: the test's own pace must not close anything; no grace for silent ones here.
+    const gate = new ConnectionGate(16, 60_000, 0)
     const open = await listen(gate)
     for (let n = 0; n < 16; n++) expect(gate.probesOnly(await open())).toBe(false)
     const silent = await open()
