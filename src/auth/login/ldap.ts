@@ -11,10 +11,9 @@ import { accountUsable } from "../account-access.js"
 import type { Single } from "../authorize/params.js"
 import { clientAddress } from "../client-address.js"
 import { seeOther } from "../pages/html.js"
-import { messagePage } from "../pages/message.js"
 import { PendingAuthorizations } from "../pending.js"
 import { authSettings } from "../settings.js"
-import { accountAccessRequired, afterAuthentication } from "./finish.js"
+import { afterAuthentication } from "./finish.js"
 import { readPageForm } from "./form.js"
 import { throttledPage } from "./local.js"
 import { answerPage } from "./page-response.js"
@@ -129,16 +128,13 @@ export const ldapLoginEndpoint = answerPage(
       },
       new Date(yield* Clock.currentTimeMillis)
     )
+    // Pending, disabled or directory-inactive: logged here; afterAuthentication ends the sign-in.
     if (!accountUsable(user)) {
       yield* ldapSignInEnded(who, namespace, {
         reason: "account_access_required",
         user_id: user.id,
         status: user.directory_active ? user.status : "directory_inactive"
       })
-      yield* (yield* PendingAuthorizations).finish(transaction.id)
-      return transaction.request === undefined
-        ? messagePage("Account not enabled", "An administrator must enable this account.", 403)
-        : accountAccessRequired(settings, transaction.request)
     }
     return yield* afterAuthentication(settings, transaction, user.id)
   })

@@ -17,7 +17,7 @@ import { messagePage } from "../pages/message.js"
 import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
 import { type AuthSettings, authSettings } from "../settings.js"
 import { finishConnectionTest } from "./connection-test.js"
-import { accountAccessRequired, afterAuthentication, clientRedirect } from "./finish.js"
+import { afterAuthentication, clientRedirect } from "./finish.js"
 import { answerPage } from "./page-response.js"
 import { page, queryOf, single } from "./query.js"
 import { stagePage } from "./sign-in.js"
@@ -168,15 +168,12 @@ export const upstreamCallbackEndpoint = answerPage(
       },
       new Date(yield* Clock.currentTimeMillis)
     )
+    // Pending, disabled or directory-inactive: logged here; afterAuthentication ends the sign-in.
     if (!accountUsable(user)) {
       yield* refused(transaction, "account_access_required", {
         user_id: user.id,
         status: user.directory_active ? user.status : "directory_inactive"
       })
-      yield* (yield* PendingAuthorizations).finish(transaction.id)
-      return transaction.request === undefined
-        ? messagePage("Account not enabled", "An administrator must enable this account.", 403)
-        : accountAccessRequired(settings, transaction.request)
     }
     return yield* afterAuthentication(settings, transaction, user.id)
   })
