@@ -1,7 +1,7 @@
 import * as oauth from "oauth4webapi"
 import { Agent, fetch as undiciFetch } from "undici"
 import { MAX_CONCURRENT_SIGN_INS, MAX_WAITING_SIGN_INS } from "../src/identity/ldap/sign-in.js"
-import { UPSTREAM_SECRET_ENV, upstreamLink } from "../test/support/enterprise-sign-in.js"
+import { UPSTREAM_SECRET_ENV, upstreamLink, upstreamSettings } from "../test/support/enterprise-sign-in.js"
 import { Browser, beginCodeFlow, callbackParams, exchange } from "../test/support/oauth-client.js"
 import { type OidcProvider, startOidcProvider } from "../test/support/oidc-provider.js"
 import { directorySettings, makeLdapCertificates, startSlapd, USERS } from "../test/support/slapd.js"
@@ -117,16 +117,7 @@ const oidcRows = async (): Promise<ReadonlyArray<Row>> => {
     env: { [UPSTREAM_SECRET_ENV]: provider.clientSecret },
     sso: {
       bootstrap_subjects: ["bench-user"],
-      upstream: {
-        protocol: "oidc",
-        issuer: provider.issuer,
-        client_id: provider.clientId,
-        client_secret_env: UPSTREAM_SECRET_ENV,
-        scopes: ["openid", "profile", "corp"],
-        groups_claim: "groups",
-        departments_claim: "departments",
-        ca_file: provider.ca.caFile
-      }
+      upstream: upstreamSettings(provider)
     }
   })
   const agent = new Agent({ connect: { ca: provider.ca.caPem } })

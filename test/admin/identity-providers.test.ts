@@ -10,12 +10,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { addLocalUser, adminToken, ifMatch, managementApi, signInForAdminToken } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
-import { signInThroughUpstream } from "../support/enterprise-sign-in.js"
+import { providerForPort, signInThroughUpstream } from "../support/enterprise-sign-in.js"
 import { freePort } from "../support/gateway-process.js"
 import { LogCapture } from "../support/logs.js"
 import { callbackParams, exchange, refresh } from "../support/oauth-client.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
-import { startOidcProvider } from "../support/oidc-provider.js"
 
 const path = "/api/v1/identity-providers"
 const oidcOff = { enabled: false }
@@ -215,10 +214,7 @@ describe("a stored OIDC connection", () => {
     () =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
-        const provider = yield* Effect.acquireRelease(
-          Effect.promise(() => startOidcProvider({ redirectUri: `http://127.0.0.1:${port}/sso/callback` })),
-          (started) => Effect.promise(() => started.close())
-        )
+        const provider = yield* providerForPort(port)
         provider.accounts.set("root-sub", { name: "Root", groups: ["ops"] })
         const logs = new LogCapture()
         const gateway = yield* oauthGateway({ port, logs, auth: () => ({ sso: { bootstrap_subjects: ["root-sub"] } }) })
@@ -291,10 +287,7 @@ describe("trying a draft OIDC connection (probe and test)", () => {
     () =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
-        const provider = yield* Effect.acquireRelease(
-          Effect.promise(() => startOidcProvider({ redirectUri: `http://127.0.0.1:${port}/sso/callback` })),
-          (started) => Effect.promise(() => started.close())
-        )
+        const provider = yield* providerForPort(port)
         provider.accounts.set("tester", { name: "Tess", groups: ["qa"] })
         const gateway = yield* oauthGateway({ port })
         const api = managementApi(gateway, yield* adminToken(gateway))

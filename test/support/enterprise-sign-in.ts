@@ -2,10 +2,30 @@ import { Effect } from "effect"
 import { LogCapture } from "./logs.js"
 import { Browser, beginCodeFlow } from "./oauth-client.js"
 import { type OAuthGateway, oauthGateway } from "./oauth-gateway.js"
-import type { OidcProvider } from "./oidc-provider.js"
+import { type OidcProvider, type OidcProviderOptions, startOidcProvider } from "./oidc-provider.js"
 
 /** The variable the test gateways read the upstream client secret from. */
 export const UPSTREAM_SECRET_ENV = "UPSTREAM_CLIENT_SECRET"
+
+/** `auth.sso.upstream` for `provider` (OIDC): its client, the test scopes and claims, its test CA. */
+export const upstreamSettings = (provider: OidcProvider) => ({
+  protocol: "oidc",
+  issuer: provider.issuer,
+  client_id: provider.clientId,
+  client_secret_env: UPSTREAM_SECRET_ENV,
+  scopes: ["openid", "profile", "corp"],
+  name_claim: "name",
+  groups_claim: "groups",
+  departments_claim: "departments",
+  ca_file: provider.ca.caFile
+})
+
+/** The test OpenID Provider for a gateway whose callback is on `port`, closed with the scope. */
+export const providerForPort = (port: number, options: Omit<OidcProviderOptions, "redirectUri"> = {}) =>
+  Effect.acquireRelease(
+    Effect.promise(() => startOidcProvider({ redirectUri: `http://127.0.0.1:${port}/sso/callback`, ...options })),
+    (started) => Effect.promise(() => started.close())
+  )
 
 /** An in-process gateway whose `auth.sso.upstream` is `provider` (OIDC), trusting its test CA. */
 export const gatewayWithUpstream = (
@@ -22,18 +42,7 @@ export const gatewayWithUpstream = (
       env: { [UPSTREAM_SECRET_ENV]: provider.clientSecret },
       auth: () => ({
         sso: {
-          upstream: {
-            protocol: "oidc",
-            issuer: provider.issuer,
-            client_id: provider.clientId,
-            client_secret_env: UPSTREAM_SECRET_ENV,
-            scopes: ["openid", "profile", "corp"],
-            name_claim: "name",
-            groups_claim: "groups",
-            departments_claim: "departments",
-            ca_file: provider.ca.caFile,
-            ...upstream
-          },
+          upstream: { ...upstreamSettings(provider), ...upstream },
           ...sso
         }
       })

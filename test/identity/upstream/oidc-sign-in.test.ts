@@ -12,24 +12,21 @@ import { namespaceOf } from "../../../src/identity/upstream/connection.js"
 import { MembershipRepo } from "../../../src/store/memberships.js"
 import { UserRepo } from "../../../src/store/users.js"
 import { adminToken, ifMatch, managementApi } from "../../support/admin-api.js"
-import { gatewayWithUpstream, signInThroughUpstream, upstreamLink } from "../../support/enterprise-sign-in.js"
+import {
+  gatewayWithUpstream,
+  providerForPort,
+  signInThroughUpstream,
+  upstreamLink
+} from "../../support/enterprise-sign-in.js"
 import { freePort } from "../../support/gateway-process.js"
 import { Browser, beginCodeFlow, callbackParams, exchange } from "../../support/oauth-client.js"
 import { inGateway } from "../../support/oauth-gateway.js"
-import { type OidcProvider, startOidcProvider } from "../../support/oidc-provider.js"
+import type { OidcProvider } from "../../support/oidc-provider.js"
 
 const withProvider = (tokenAuthMethod?: "client_secret_post" | "client_secret_basic") =>
   Effect.gen(function* () {
     const port = yield* Effect.promise(freePort)
-    const provider = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startOidcProvider({
-          redirectUri: `http://127.0.0.1:${port}/sso/callback`,
-          ...(tokenAuthMethod === undefined ? {} : { tokenAuthMethod })
-        })
-      ),
-      (started) => Effect.promise(() => started.close())
-    )
+    const provider = yield* providerForPort(port, tokenAuthMethod === undefined ? {} : { tokenAuthMethod })
     return { port, provider }
   })
 
