@@ -32,14 +32,15 @@ export const gatewayWithUpstream = (
   port: number,
   provider: OidcProvider,
   upstream: Record<string, unknown> = {},
-  sso: Record<string, unknown> = {}
+  sso: Record<string, unknown> = {},
+  env: Record<string, string> = {}
 ) =>
   Effect.gen(function* () {
     const logs = new LogCapture()
     const gateway = yield* oauthGateway({
       port,
       logs,
-      env: { [UPSTREAM_SECRET_ENV]: provider.clientSecret },
+      env: { [UPSTREAM_SECRET_ENV]: provider.clientSecret, ...env },
       auth: () => ({
         sso: {
           upstream: { ...upstreamSettings(provider), ...upstream },

@@ -3,6 +3,8 @@
  * very next request with a still-valid token; and while a large snapshot moves a person from one
  * organization group to another, every tools/list answer is the old view or the new, never a mix.
  */
+
+import { it as effectIt } from "@effect/vitest"
 import { Clock, Effect, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { namespaceOf } from "../../../src/identity/upstream/connection.js"
@@ -10,10 +12,13 @@ import { Permissions } from "../../../src/policy/permissions.js"
 import { PolicyWrites } from "../../../src/policy/writes.js"
 import { GroupRepo } from "../../../src/store/groups.js"
 import { DIRECTORY_TOKEN, push, snapshot } from "../../support/directory.js"
+import { gatewayWithUpstream, providerForPort, signInThroughUpstream } from "../../support/enterprise-sign-in.js"
+import { freePort } from "../../support/gateway-process.js"
 import { testActor } from "../../support/grants.js"
 import { commonTools, startBackend, type TestBackend } from "../../support/mcp-backends.js"
 import { jsonRpcOf, rawPost } from "../../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../../support/mcp-gateway.js"
+import { beginCodeFlow, callbackParams, exchange, refresh } from "../../support/oauth-client.js"
 import type { OAuthGateway } from "../../support/oauth-gateway.js"
 
 let backend: TestBackend
@@ -147,4 +152,53 @@ describe("directory snapshots and /mcp", () => {
     // Asked while the snapshot was applied (SQLite statements run on the event loop, so not often).
     expect(asked).toBeGreaterThan(1)
   }, 60_000)
+})
+
+describe("directory snapshots and browser sign-ins", () => {
+  effectIt.scoped(
+    "a person the directory deactivates cannot use their browser sign-in for a new authorization, nor refresh",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        const provider = yield* providerForPort(port)
+        provider.accounts.set("alice-sub", { name: "Alice" })
+        const { gateway } = yield* gatewayWithUpstream(
+          port,
+          provider,
+          {},
+          { bootstrap_subjects: ["alice-sub"], directory_token_env: "DIRECTORY_TOKEN" },
+          { DIRECTORY_TOKEN }
+        )
+        const done = yield* Effect.promise(() => signInThroughUpstream(gateway, provider, "alice-sub"))
+        const code = callbackParams(done.last).get("code")!
+        const tokens = yield* Effect.promise(() =>
+          exchange(
+            gateway.baseUrl,
+            {
+              code,
+              verifier: done.verifier,
+              redirectUri: "http://127.0.0.1:50000/callback",
+              clientId: "cli",
+              callback: new URLSearchParams()
+            },
+            { scope: "offline_access" }
+          )
+        )
+        // The browser is signed in: a new authorization is answered with a code at once.
+        const again = yield* Effect.promise(async () =>
+          done.browser.follow((await beginCodeFlow(done.browser, "http://127.0.0.1:50000/callback")).response)
+        )
+        expect(callbackParams(again).get("code")).toEqual(expect.any(String))
+
+        expect((yield* push(gateway, snapshot(1, [["alice-sub", false]]))).body).toMatchObject({ deactivated: 1 })
+        const after = yield* Effect.promise(async () =>
+          done.browser.follow((await beginCodeFlow(done.browser, "http://127.0.0.1:50000/callback")).response)
+        )
+        expect(after.status).toBe(200)
+        expect(yield* Effect.promise(() => after.text())).toContain("upstream-sign-in")
+        const refreshed = yield* Effect.promise(() => refresh(gateway.baseUrl, String(tokens.body["refresh_token"])))
+        expect(refreshed.body["error"]).toBe("invalid_grant")
+      }),
+    60_000
+  )
 })
