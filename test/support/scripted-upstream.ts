@@ -16,6 +16,8 @@ export interface ScriptedUpstream {
   readonly clientSecret: string
   /** Adjusts the claims and how the token is signed; the default is a valid RS256 token. */
   idToken: (claims: JWTPayload) => { readonly claims: JWTPayload; readonly sign: "valid" | "none" | "foreign_key" }
+  /** How long `/token` waits before answering (a slow provider). */
+  tokenDelayMs: number
   /** false: the token answer carries no ID token (a plain OAuth2 provider). */
   withIdToken: boolean
   /** The UserInfo answer (OAuth2): status and body. */
@@ -41,6 +43,7 @@ export const startScriptedUpstream = async (options: { readonly s256?: boolean }
     clientSecret: "scripted-client-secret-0123456789abcdef",
     idToken: (claims) => ({ claims, sign: "valid" }),
     withIdToken: true,
+    tokenDelayMs: 0,
     userInfo: { status: 200, body: {} },
     tokenRequests: [],
     close: async () => {
@@ -85,6 +88,7 @@ export const startScriptedUpstream = async (options: { readonly s256?: boolean }
         case "/token": {
           const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"))
           state.tokenRequests.push({ form, authorization: request.headers.authorization })
+          if (state.tokenDelayMs > 0) await new Promise((done) => setTimeout(done, state.tokenDelayMs))
           const now = Math.floor(Date.now() / 1000)
           const { claims, sign } = state.idToken({
             iss: issuer,

@@ -11,6 +11,7 @@ import type { JWTPayload } from "jose"
 import { Agent, fetch } from "undici"
 import { namespaceOf } from "../../../src/identity/upstream/connection.js"
 import { UserRepo } from "../../../src/store/users.js"
+import { adminToken, ifMatch, managementApi } from "../../support/admin-api.js"
 import { UPSTREAM_SECRET_ENV, upstreamLink } from "../../support/enterprise-sign-in.js"
 import { freePort } from "../../support/gateway-process.js"
 import { LogCapture } from "../../support/logs.js"
@@ -177,4 +178,70 @@ describe("OAuth2 UserInfo upstream", () => {
       })
     )
   }
+})
+
+describe("a connection replaced during a sign-in", () => {
+  it.scoped(
+    "a sign-in whose stored connection is disabled while the provider answers does not complete",
+    () =>
+      Effect.gen(function* () {
+        const upstream = yield* scripted()
+        const logs = new LogCapture()
+        const gateway = yield* oauthGateway({ logs })
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const connection = {
+          enabled: true,
+          issuer: upstream.issuer,
+          client_id: "gateway",
+          client_secret: upstream.clientSecret,
+          ca_pem: upstream.ca.caPem
+        }
+        const saved = yield* api.put(
+          "/api/v1/identity-providers",
+          { oidc: connection, ldap: { enabled: false } },
+          { "if-match": '"0"' }
+        )
+        expect(saved.status).toBe(200)
+        upstream.tokenDelayMs = 1_500
+        const browser = new Browser(gateway.baseUrl)
+        const { response } = yield* Effect.promise(() =>
+          beginCodeFlow(browser, "http://127.0.0.1:50000/callback", { state: "client-state" })
+        )
+        const page = yield* Effect.promise(async () => (await browser.follow(response)).text())
+        const toProvider = yield* Effect.promise(() => browser.get(upstreamLink(page)))
+        const callback = yield* Effect.promise(() =>
+          fetchThrough(toProvider.headers.get("location")!, upstream.ca.caPem)
+        )
+        // The browser comes back; while the provider takes its time to answer the code, the connection is disabled.
+        const answered = Effect.promise(() => browser.get(callback))
+        const [last] = yield* Effect.all(
+          [
+            answered,
+            // On the live clock (the test runs on a TestClock): half a second into the provider's wait.
+            Effect.zipRight(
+              Effect.promise(() => new Promise((done) => setTimeout(done, 500))),
+              api.put(
+                "/api/v1/identity-providers",
+                { oidc: { ...connection, enabled: false }, ldap: { enabled: false } },
+                ifMatch(saved.body)
+              )
+            )
+          ],
+          { concurrency: "unbounded" }
+        )
+        expect(last.status).toBe(400)
+        expect(last.headers.get("location")).toBeNull()
+        expect(logs.events("auth.upstream_sign_in_refused")).toEqual([
+          expect.objectContaining({ reason: "connection_replaced" })
+        ])
+        const enterprise = yield* inGateway(gateway)(
+          Effect.map(
+            Effect.flatMap(UserRepo, (users) => users.page("", 100)),
+            (rows) => rows.filter((user) => user.kind === "enterprise")
+          )
+        )
+        expect(enterprise).toEqual([])
+      }),
+    30_000
+  )
 })
