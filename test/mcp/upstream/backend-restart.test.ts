@@ -134,7 +134,9 @@ describe("a backend that stays down", () => {
     await expect.poll(async () => (await fetch(`${gateway.baseUrl}/readyz`)).status, { timeout: 15_000 }).toBe(200)
     clock.advance(31_000)
     await backend.stop()
-    expect(await echo()).toBe('Backend "keep" failed to answer.')
+    // As above: calls racing the worker's own discovery of the stop either fail or find it unavailable.
+    const again = await Promise.all(Array.from({ length: 5 }, echo))
+    expect(again.filter((outcome) => outcome === 'Backend "keep" failed to answer.').length).toBeGreaterThan(0)
     const lines = logs.events("backend.call_failed")
     expect(lines).toHaveLength(2)
     expect(lines[1]?.["failures_not_logged"] ?? 0).toBe(failed - 1)
