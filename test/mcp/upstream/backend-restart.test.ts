@@ -134,12 +134,19 @@ describe("a backend that stays down", () => {
     await expect.poll(async () => (await fetch(`${gateway.baseUrl}/readyz`)).status, { timeout: 15_000 }).toBe(200)
     clock.advance(31_000)
     await backend.stop()
-    // As above: calls racing the worker's own discovery of the stop either fail or find it unavailable.
+    // Calls racing the worker's own discovery of the stop either reach the backend and fail (then one
+    // more line, counting the failures of the first window not logged), or find it unavailable (under
+    // load the worker often learns first: nothing reached the backend, nothing more is logged).
     const again = await Promise.all(Array.from({ length: 5 }, echo))
-    expect(again.filter((outcome) => outcome === 'Backend "keep" failed to answer.').length).toBeGreaterThan(0)
+    const reached = again.filter((outcome) => outcome === 'Backend "keep" failed to answer.').length
     const lines = logs.events("backend.call_failed")
-    expect(lines).toHaveLength(2)
-    expect(lines[1]?.["failures_not_logged"] ?? 0).toBe(failed - 1)
+    if (reached > 0) {
+      expect(lines).toHaveLength(2)
+      expect(lines[1]?.["failures_not_logged"] ?? 0).toBe(failed - 1)
+    } else {
+      expect(again.every((outcome) => outcome === 'Backend "keep" is unavailable.')).toBe(true)
+      expect(lines).toHaveLength(1)
+    }
     await client.close()
   }, 30_000)
 })
