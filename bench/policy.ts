@@ -3,7 +3,8 @@ import { stringify } from "yaml"
 import type { Caller } from "../src/bearer/caller.js"
 import { parseConfig } from "../src/config/load.js"
 import { Config } from "../src/config/service.js"
-import { GatewayToolsLive } from "../src/mcp/catalog/gateway-tools.js"
+import { GatewayTools } from "../src/mcp/catalog/gateway-tools.js"
+
 import { buildIndex, type CatalogIndex } from "../src/mcp/catalog/index.js"
 import { ToolPages } from "../src/mcp/edge/direct-list.js"
 import { sdkProfile } from "../src/mcp/edge/sdk-profile.js"
@@ -18,6 +19,9 @@ import type { MembershipRow } from "../src/store/memberships.js"
 import type { UserId, UserRow } from "../src/store/users.js"
 import { median, percentile } from "./support/stats.js"
 import { formatMs, type Table, verdict } from "./support/table.js"
+
+/** No gateway-provided tools: what is measured here is the backends' tools. */
+const GatewayToolsLive = Layer.succeed(GatewayTools, [])
 
 export const name = "policy"
 

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { StepUps } from "../approvals/step-up.js"
 import type { SessionGuard } from "../bearer/caller.js"
 import { SecurityLog } from "../events/security-log.js"
 import { DirectoryPushGuard } from "../identity/directory/push-guard.js"
@@ -39,6 +40,7 @@ export const authBaseLayer = Layer.mergeAll(
   PendingAuthorizations.Default,
   ConnectionTests.Default,
   DirectoryPushGuard.Default,
+  StepUps.Default,
   // LDAP sign-ins count their failures in the local sign-in's throttle: one instance for both.
   LdapSignIn.Default.pipe(Layer.provideMerge(LoginThrottle.Default)),
   SessionMaintenance
@@ -50,6 +52,7 @@ export type AuthBaseServices =
   | PendingAuthorizations
   | ConnectionTests
   | DirectoryPushGuard
+  | StepUps
   | LoginThrottle
   | LdapSignIn
   | SecurityLog

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Data, Effect, Option } from "effect"
+import type { StepUpPurpose } from "../approvals/step-up.js"
 import { sha256Hex } from "../crypto/hashing.js"
 import type { UpstreamAttempt } from "../identity/upstream/flow.js"
 import type { AuthorizationRequest } from "./authorize/request.js"
@@ -43,6 +44,10 @@ export interface LoginTransaction {
   readonly enrollSecret?: Uint8Array
   /** Stage `upstream`: the state, nonce and PKCE verifier of the trip to the identity provider. */
   readonly upstream?: UpstreamAttempt
+  /** A portal sign-in: the gateway page to open afterwards (`/sso/approvals…`); default the grants page. */
+  readonly returnTo?: string
+  /** A reviewer's step-up for one approval (docs/approvals.md, "Step-up"): no new sign-in, only evidence. */
+  readonly stepUp?: StepUpPurpose
 }
 
 /** What an authorization code stands for. */

@@ -1,6 +1,14 @@
 import { HttpRouter, HttpServerRequest } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Effect } from "effect"
+import {
+  approveEndpoint,
+  detailEndpoint,
+  listEndpoint,
+  rejectEndpoint,
+  revokeEndpoint,
+  stepUpEndpoint
+} from "../approvals/review/endpoints.js"
 import { Config } from "../config/service.js"
 import { otherMethods } from "../http/methods.js"
 import { directoryEndpoint } from "../identity/directory/endpoint.js"
@@ -33,7 +41,13 @@ export const ssoPaths = {
   enroll: "/sso/mfa/enroll",
   consent: "/sso/consent",
   grants: "/sso/grants",
-  revokeGrant: "/sso/grants/revoke"
+  revokeGrant: "/sso/grants/revoke",
+  approvals: "/sso/approvals",
+  approval: "/sso/approvals/:id",
+  approve: "/sso/approvals/:id/approve",
+  reject: "/sso/approvals/:id/reject",
+  revoke: "/sso/approvals/:id/revoke",
+  stepUp: "/sso/approvals/:id/step-up"
 } as const
 
 /** In `external` mode there is no authorization server: its paths are 404 like any other unknown path. */
@@ -69,6 +83,15 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.post(ssoPaths.revokeGrant, builtinOnly(revokeGrantEndpoint))
   )
   .pipe(
+    // The write-approval review pages (docs/approvals.md, "Review page").
+    HttpRouter.get(ssoPaths.approvals, builtinOnly(listEndpoint)),
+    HttpRouter.get(ssoPaths.approval, builtinOnly(detailEndpoint)),
+    HttpRouter.post(ssoPaths.approve, builtinOnly(approveEndpoint)),
+    HttpRouter.post(ssoPaths.reject, builtinOnly(rejectEndpoint)),
+    HttpRouter.post(ssoPaths.revoke, builtinOnly(revokeEndpoint)),
+    HttpRouter.get(ssoPaths.stepUp, builtinOnly(stepUpEndpoint))
+  )
+  .pipe(
     otherMethods(ssoPaths.metadata, ["GET"]),
     otherMethods(ssoPaths.openidMetadata, ["GET"]),
     otherMethods(ssoPaths.signIn, ["GET"]),
@@ -85,4 +108,12 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.consent, ["POST"]),
     otherMethods(ssoPaths.grants, ["GET"]),
     otherMethods(ssoPaths.revokeGrant, ["POST"])
+  )
+  .pipe(
+    otherMethods(ssoPaths.approvals, ["GET"]),
+    otherMethods(ssoPaths.approval, ["GET"]),
+    otherMethods(ssoPaths.approve, ["POST"]),
+    otherMethods(ssoPaths.reject, ["POST"]),
+    otherMethods(ssoPaths.revoke, ["POST"]),
+    otherMethods(ssoPaths.stepUp, ["GET"])
   )

@@ -1,4 +1,5 @@
 import { adminRules } from "./admin-rules.js"
+import { approvalRules } from "./approval-rules.js"
 import { authRules } from "./auth-rules.js"
 import { backendRules } from "./backend-rules.js"
 import type { Rule } from "./rule.js"
@@ -10,7 +11,13 @@ export { parseListen } from "./address.js"
 export type { Rule } from "./rule.js"
 
 /** Every cross-field rule, in the order problems are listed. */
-export const allRules: ReadonlyArray<Rule> = [...serverRules, ...authRules, ...adminRules, ...backendRules]
+export const allRules: ReadonlyArray<Rule> = [
+  ...serverRules,
+  ...authRules,
+  ...adminRules,
+  ...backendRules,
+  ...approvalRules
+]
 
 /** Runs every rule whose sections decoded; `config` is the full config or just the sections that decoded. */
 export const checkRules = (

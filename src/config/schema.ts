@@ -148,6 +148,31 @@ export const ApprovalPolicy = Schema.Struct({
   )
 })
 
+/**
+ * Write approvals as a whole (docs/approvals.md): how long a request waits for its reviewers, how long an
+ * approved write may be resumed, how long finished details are kept, and what a reviewer's step-up must
+ * show. Reloadable: each approval keeps the deadlines it was given.
+ */
+export const Approvals = Schema.Struct({
+  expires_after: withDefault(DurationFromString, () => Duration.hours(24)),
+  execute_within: withDefault(DurationFromString, () => Duration.hours(1)),
+  retention: withDefault(DurationFromString, () => Duration.days(30)),
+  step_up: withDefault(
+    Schema.Struct({
+      acr_values: withDefault(Schema.Array(NonEmpty), () => []),
+      max_age: withDefault(DurationFromString, () => Duration.minutes(5))
+    }),
+    () => ({ acr_values: [], max_age: Duration.minutes(5) })
+  )
+})
+
+export const approvalsDefault = (): typeof Approvals.Type => ({
+  expires_after: Duration.hours(24),
+  execute_within: Duration.hours(1),
+  retention: Duration.days(30),
+  step_up: { acr_values: [], max_age: Duration.minutes(5) }
+})
+
 /** An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). */
 const ToolPattern = NonEmpty.pipe(
   Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported")
@@ -238,6 +263,7 @@ export const GatewayConfig = Schema.Struct({
   log_level: withDefault(Schema.Literal("debug", "info", "warn", "error"), () => "info" as const),
   admin: withDefault(Admin, () => Schema.decodeSync(Admin)({})),
   client_authorization: withDefault(ClientAuthorization, () => ({ enabled: false })),
+  approvals: withDefault(Approvals, approvalsDefault),
   backends: withDefault(Schema.Array(Backend), () => [])
 })
 

@@ -12,6 +12,11 @@ export const DEVELOPER_USERNAME = "developer"
 /** The permission group of the development setup (docs/access-policy.md, "The development setup"). */
 export const DEMO_GROUP_NAME = "Demo notes (development)"
 
+/** The development setup's reviewers of write approvals: the built-in administrator (docs/approvals.md, "Try it"). */
+export const DEMO_APPROVERS_NAME = "Write approvers (development)"
+
+const approverPermissions: Permissions = { roles: ["approver"], scopes: [], access: [] }
+
 const setup: Actor = { userId: "gateway --dev", kind: "builtin_admin" }
 
 const demoPermissions: Permissions = {
@@ -36,7 +41,9 @@ const demoPermissions: Permissions = {
  * an administrator would make — the local user `developer` (no password) that `gateway dev-token`
  * signs tokens for, and, when a backend `demo` is configured, the permission group "Demo notes
  * (development)" granting its tools, prompt and resources to the developer and to the built-in
- * administrator once it exists. An existing group is left as it is. Returns the developer's id.
+ * administrator once it exists, and the group "Write approvers (development)" (role `approver`) for
+ * the administrator alone, who then reviews the developer's writes. An existing group is left as it
+ * is. Returns the developer's id.
  */
 export const ensureDevelopmentAccess = (config: GatewayConfig) =>
   Effect.gen(function* () {
@@ -59,14 +66,26 @@ export const ensureDevelopmentAccess = (config: GatewayConfig) =>
         permissions: demoPermissions,
         sourceGroups: []
       }))
-    const admin = yield* users.findBuiltinAdmin
-    for (const userId of [developerId, ...Option.toArray(admin).map((row) => row.id)]) {
+    const approversId =
+      (yield* groups.list).find((group) => group.kind === "permission" && group.name === DEMO_APPROVERS_NAME)?.id ??
+      (yield* writes.createGroup(setup, {
+        name: DEMO_APPROVERS_NAME,
+        enabled: true,
+        permissions: approverPermissions,
+        sourceGroups: []
+      }))
+    const admin = Option.toArray(yield* users.findBuiltinAdmin).map((row) => row.id)
+    const joins = [
+      ...[developerId, ...admin].map((userId) => [userId, groupId] as const),
+      ...admin.map((userId) => [userId, approversId] as const)
+    ]
+    for (const [userId, group] of joins) {
       const rows = yield* memberships.forUser(userId)
-      if (rows.some((row) => row.group_id === groupId)) continue
+      if (rows.some((row) => row.group_id === group)) continue
       const user = Option.getOrThrow(yield* users.findById(userId))
       yield* writes.updateUser(setup, userId, user.revision, {
         enabled: user.status === "enabled",
-        groups: [...rows.map((row) => row.group_id), groupId]
+        groups: [...rows.map((row) => row.group_id), group]
       })
     }
     return developerId

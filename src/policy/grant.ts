@@ -41,6 +41,8 @@ export interface EndpointAccess {
   entries(tool: string): ReadonlyArray<GrantedEntry>
   /** An entry naming `tool` has `allow_write_requests`. */
   writable(tool: string): boolean
+  /** Some entry allows write requests to some tool of this backend. */
+  readonly writesAny: boolean
   /** An entry names original prompt `name`. */
   prompt(name: string): boolean
   readonly readResources: boolean
@@ -66,6 +68,9 @@ class EntriesAccess implements EndpointAccess {
   }
   writable(tool: string) {
     return this.writes.has(tool)
+  }
+  get writesAny() {
+    return this.writes.size > 0
   }
   prompt(name: string) {
     return this.prompts.has(name)

@@ -47,6 +47,11 @@ export class View {
     return !tool.write || endpoint.writable(tool.original)
   }
 
+  /** The caller may send write requests to some tool of backend `backend` (config index). */
+  writesTo(backend: number): boolean {
+    return this.access[backend]?.writesAny === true
+  }
+
   seesPrompt(entry: Entry<Prompt>): boolean {
     return this.access[entry.backend]?.prompt(entry.original) === true
   }

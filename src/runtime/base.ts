@@ -1,4 +1,6 @@
 import { Layer, type Redacted } from "effect"
+import { ApprovalMaintenance } from "../approvals/maintenance.js"
+import { Approvals } from "../approvals/service.js"
 import { authBaseLayer } from "../auth/layer.js"
 import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
@@ -9,6 +11,7 @@ import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
+import { ApprovalRepo } from "../store/approvals.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
@@ -43,7 +46,12 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   )
   // The stored identity connections: applied at once, so process-wide like the policy.
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
-  return Layer.mergeAll(connections, DirectorySnapshots.Default).pipe(
+  // Write approvals outlive reloads: their store, the service and its maintenance are process-wide.
+  const approvals = ApprovalMaintenance(config).pipe(
+    Layer.provideMerge(Approvals.Default),
+    Layer.provideMerge(ApprovalRepo.Default)
+  )
+  return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals).pipe(
     Layer.provideMerge(access),
     Layer.provideMerge(authBaseLayer),
     Layer.provideMerge(signer)

@@ -1,5 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
+import type { Approvals } from "../approvals/service.js"
+import { GatewayToolsLive } from "../approvals/tools.js"
 import type { AuthBaseServices } from "../auth/layer.js"
 import { type BearerVerifier, BearerVerifierLive } from "../bearer/verifier.js"
 import { Config, type LoadedConfig } from "../config/service.js"
@@ -11,13 +13,14 @@ import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/calls/tool-calls.js"
 import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
-import { type GatewayTools, GatewayToolsLive } from "../mcp/catalog/gateway-tools.js"
+import type { GatewayTools } from "../mcp/catalog/gateway-tools.js"
 import { DirectPathEnabled, type McpPost, McpPostLive } from "../mcp/edge/post.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/edge/sdk-endpoint.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/backends.js"
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import type { PolicyWrites } from "../policy/writes.js"
+import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
 import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
@@ -52,6 +55,8 @@ export type BaseServices =
   | IdentityProviderRepo
   | DirectorySnapshots
   | DirectoryRepo
+  | Approvals
+  | ApprovalRepo
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -47,6 +47,7 @@ const entryFor = (endpointId: string, tool: string): GrantedEntry => ({
 const permitEndpoint = (endpointId: string): EndpointAccess => ({
   entries: (tool) => [entryFor(endpointId, tool)],
   writable: () => true,
+  writesAny: true,
   prompt: () => true,
   readResources: true,
   subscribe: true,

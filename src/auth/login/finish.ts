@@ -122,7 +122,10 @@ export const afterAuthentication = (settings: AuthSettings, transaction: LoginTr
     const signIn = yield* startSignIn(userId, now)
     const response =
       request === undefined
-        ? yield* Effect.as((yield* PendingAuthorizations).finish(transaction.id), seeOther("/sso/grants"))
+        ? yield* Effect.as(
+            (yield* PendingAuthorizations).finish(transaction.id),
+            seeOther(transaction.returnTo ?? "/sso/grants")
+          )
         : yield* continueAuthorization(settings, transaction, request, found.value, now)
     return yield* setSessionCookie(settings, signIn.token, signIn.maxAgeSeconds)(response)
   })

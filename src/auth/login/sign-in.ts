@@ -5,7 +5,7 @@ import { currentSignIn } from "../browser-session.js"
 import { browserBinding, setBrowserCookie } from "../cookies.js"
 import { seeOther } from "../pages/html.js"
 import { consentPage, enrollPage, mfaPage, signInPage } from "../pages/login.js"
-import type { LoginTransaction } from "../pending.js"
+import { type LoginTransaction, PendingAuthorizations } from "../pending.js"
 import { type AuthSettings, authSettings } from "../settings.js"
 import { answerPage } from "./page-response.js"
 import { formContext, openTransaction, requireTransaction } from "./transaction.js"
@@ -39,6 +39,13 @@ export const stagePage = (settings: AuthSettings, transaction: LoginTransaction,
   }
 }
 
+/** The review pages a portal sign-in may return to (nothing else: no open redirect). */
+const PORTAL_PATH = /^\/sso\/approvals(\/apr_[A-Za-z0-9_-]{22})?$/
+
+/** `next=` of a portal sign-in, when it is exactly one of the gateway's own review pages. */
+export const portalPathOf = (values: ReadonlyArray<string>): string | undefined =>
+  values.length === 1 && PORTAL_PATH.test(values[0]!) ? values[0] : undefined
+
 /**
  * `GET /sso`: the start of the browser flow (docs/authorization-server.md, "Paths"). With `login=<id>` it shows that
  * transaction's current step; without, it starts a sign-in to the grants portal (or opens the portal
@@ -53,9 +60,12 @@ export const signInEndpoint = answerPage(
       const transaction = yield* requireTransaction(settings, logins.length === 1 ? logins[0] : undefined)
       return stagePage(settings, transaction)
     }
-    if (Option.isSome(yield* currentSignIn(settings))) return seeOther("/sso/grants")
+    const next = portalPathOf(new URL(request.url, settings.origin).searchParams.getAll("next"))
+    if (Option.isSome(yield* currentSignIn(settings))) return seeOther(next ?? "/sso/grants")
     const binding = yield* browserBinding(settings)
-    const transaction = yield* openTransaction(binding.value, undefined)
+    const opened = yield* openTransaction(binding.value, undefined)
+    const transaction = next === undefined ? opened : { ...opened, returnTo: next }
+    if (next !== undefined) yield* (yield* PendingAuthorizations).update(transaction)
     const response = stagePage(settings, transaction)
     return binding.isNew ? yield* setBrowserCookie(settings, binding.value)(response) : response
   })

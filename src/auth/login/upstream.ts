@@ -1,5 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { finishStepUp } from "../../approvals/review/step-up-callback.js"
 import { Config } from "../../config/service.js"
 import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
 import { SecurityLog } from "../../events/security-log.js"
@@ -155,6 +156,9 @@ export const upstreamCallbackEndpoint = answerPage(
         400
       )
     }
+    // A reviewer's step-up for one approval: evidence only, nobody is signed in or changed.
+    if (transaction.stepUp !== undefined)
+      return yield* finishStepUp(transaction, transaction.stepUp, connection, identity)
     const { config } = yield* Config
     const user = yield* (yield* PolicyWrites).admitEnterpriseUser(
       {

@@ -32,7 +32,9 @@ button{margin-top:1rem;padding:.5rem 1rem;font-size:1rem;cursor:pointer}
 code,.secret{font-family:ui-monospace,monospace;word-break:break-all}.muted{color:#5b6270;font-size:.9rem}
 table{width:100%;border-collapse:collapse}td{padding:.3rem 0;vertical-align:top}
 .qr{margin:1rem 0}.qr svg{display:block;width:12rem;height:12rem}
-a.button{display:inline-block;padding:.5rem 1rem;background:#1d4ed8;color:#fff;border-radius:4px;text-decoration:none}`
+a.button{display:inline-block;padding:.5rem 1rem;background:#1d4ed8;color:#fff;border-radius:4px;text-decoration:none}
+pre{white-space:pre-wrap;word-break:break-all;background:#f4f5f7;padding:.6rem;border-radius:4px}
+form.inline{display:inline-block;margin-right:.6rem}.notice{background:#e8f5e9;padding:.6rem;border-radius:4px}`
 
 // The stylesheet is inline and allowed by its hash: no script and no other style can run (CSP).
 const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`

@@ -1,11 +1,17 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
 import { Context, Duration, Effect, Exit, Layer, Runtime } from "effect"
+import { approvalUrlOf, pendingResult, requestRefusal } from "../../approvals/answers.js"
+import { Approvals } from "../../approvals/service.js"
+import { approvalSettingsOf } from "../../approvals/settings.js"
+import { sourceHashOf } from "../../approvals/source.js"
+import { Config } from "../../config/service.js"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import { isRecord } from "../../json.js"
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
+import type { GatewayToolRunner } from "../catalog/gateway-tools.js"
 import type { ExposedTool } from "../catalog/index.js"
 import { exposeContentUris, type Naming, namingOf } from "../catalog/naming.js"
 import { shortText } from "../echo.js"
@@ -68,7 +74,8 @@ export interface ToolCallRequest {
 export type ToolCallOutcome =
   /** The backend's result: reserved `_meta` removed, resource URIs exposed; the protocol layer stamps its own. */
   | { readonly _tag: "Result"; readonly result: Record<string, unknown> }
-  | { readonly _tag: "Error"; readonly error: JsonRpcErrorObject }
+  /** `fromBackend`: the backend itself answered with this error (it was reached and said no). */
+  | { readonly _tag: "Error"; readonly error: JsonRpcErrorObject; readonly fromBackend?: true }
   /** The request itself was cancelled: nobody is left to answer. */
   | { readonly _tag: "Cancelled" }
 
@@ -93,12 +100,6 @@ const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Erro
 
 /** The same answer as for a tool that does not exist: unpublished, invisible and denied tools are not revealed. */
 export const unknownTool = (name: string) => error(ProtocolErrorCode.InvalidParams, `Unknown tool: ${shortText(name)}`)
-
-/** Until write approvals exist, a write that needs one is refused and never reaches the backend. */
-export const approvalUnavailable = error(
-  ProtocolErrorCode.InvalidRequest,
-  "This write needs per-operation approval, which this gateway does not provide yet; it was not executed."
-)
 
 const withdrawnAnswer = error(ProtocolErrorCode.InternalError, new AccessWithdrawn().message)
 
@@ -218,6 +219,9 @@ export const ToolCallsLive = Layer.scoped(
   Effect.gen(function* () {
     const backends = yield* Backends
     const engine = yield* PolicyEngine
+    const approvals = yield* Approvals
+    const { config } = yield* Config
+    const approvalSettings = approvalSettingsOf(config)
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const inFlight = new InFlightCalls()
@@ -327,7 +331,7 @@ export const ToolCallsLive = Layer.scoped(
       try {
         for (let round = 0; ; round++) {
           const outcome = await sendOnce(slot.channel ?? channel)
-          if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error) }
+          if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error), fromBackend: true }
           const result = callResult(outcome.result, namingOf(slot.config), multiRound !== undefined)
           if (result === "input") {
             // A 2025-era caller is asked by the gateway, which then sends the backend the retry.
@@ -402,10 +406,59 @@ export const ToolCallsLive = Layer.scoped(
         if (request.signal.aborted) return { _tag: "Cancelled" }
         if (failure instanceof ProtocolError) {
           const data = (failure as { data?: unknown }).data
-          return { _tag: "Error", error: errorOf({ code: failure.code, message: failure.message, data }) }
+          const error = errorOf({ code: failure.code, message: failure.message, data })
+          // The client's own timeout (-32001) and a closed connection (-32000) are not the backend's answer.
+          return failure.code === -32001 || failure.code === -32000
+            ? { _tag: "Error", error }
+            : { _tag: "Error", error, fromBackend: true }
         }
         return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
       }
+    }
+
+    /** One execution of a backend tool with `args`, decided by the caller (a gateway tool). */
+    const execute = (request: ToolCallRequest, tool: ExposedTool, args: Record<string, unknown>) => {
+      const sent = { ...request, arguments: args }
+      const deep = tooDeepPart(sent)
+      if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
+      return tool.paramHeaders.length > 0 ? viaClient(sent, tool) : viaChannel(sent, tool)
+    }
+
+    const runner: GatewayToolRunner = {
+      index: () => backends.index(),
+      backend: (index) => backends.slots[index]?.config,
+      decide: (view, tool, args) => engine.decide(view, tool, args),
+      reachable: (tool) => backends.slots[tool.backend]?.channel !== undefined,
+      execute
+    }
+
+    /** NeedsApproval: the write is kept as a pending approval (or found again by its operation id); nothing is sent. */
+    const askApproval = (
+      request: ToolCallRequest,
+      tool: ExposedTool,
+      policy: Extract<CallDecision, { _tag: "NeedsApproval" }>["policy"]
+    ): Promise<ToolCallOutcome> => {
+      const backend = backends.slots[tool.backend]!.config
+      return Runtime.runPromise(runtime)(
+        approvals.request(
+          {
+            caller: request.view.caller,
+            backend: backend.id,
+            tool: tool.original,
+            exposedName: tool.key,
+            sourceHash: sourceHashOf(backend, tool),
+            arguments: request.arguments ?? {},
+            policy
+          },
+          approvalSettings
+        )
+      ).then((outcome) => ({
+        _tag: "Result",
+        result:
+          outcome._tag === "Pending"
+            ? pendingResult(outcome.row, approvalUrlOf(config.server.public_url, outcome.row.id), outcome.created)
+            : requestRefusal(outcome)
+      }))
     }
 
     return {
@@ -415,13 +468,14 @@ export const ToolCallsLive = Layer.scoped(
         const tool = backends.index().toolByName.get(request.name)
         if (tool === undefined) return Promise.resolve(unknownTool(request.name))
         const decision = engine.decide(request.view, tool, request.arguments)
-        if (decision._tag !== "Allow") {
+        if (decision._tag === "Deny") {
           logDenial(request, tool, decision)
-          return Promise.resolve(decision._tag === "Deny" ? unknownTool(request.name) : approvalUnavailable)
+          return Promise.resolve(unknownTool(request.name))
         }
         const deep = tooDeepPart(request)
         if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
-        if (tool.gateway !== undefined) return tool.gateway.call(request)
+        if (decision._tag === "NeedsApproval") return askApproval(request, tool, decision.policy)
+        if (tool.gateway !== undefined) return tool.gateway.call(request, runner)
         return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
       }
     }

@@ -1,0 +1,53 @@
+import type { ApprovalRow } from "../store/approvals.js"
+import type { UserRow } from "../store/users.js"
+
+/** A signed-in person on the review page, and whether they hold the approver role now. */
+export interface Reviewer {
+  readonly user: UserRow
+  readonly approver: boolean
+}
+
+/** A reviewer's step-up for one approval: fresh OIDC authentication and the `acr` it asserted. */
+export interface StepUpEvidence {
+  readonly approvalId: string
+  readonly acr: string
+  readonly authTime: number
+}
+
+export interface Refusal {
+  readonly reason: string
+  readonly message: string
+}
+
+/** The subjects a person answers to in an `approvers[].subjects` list: their user id, and their sign-in name. */
+export const subjectsOf = (user: UserRow): ReadonlyArray<string> => [
+  user.id,
+  ...(user.kind === "enterprise" ? [user.external_subject ?? ""] : [user.username ?? ""]).filter((each) => each !== "")
+]
+
+/** Whether `user` asked for this approval (builtin: the user id; external: the token's subject). */
+export const isRequester = (row: ApprovalRow, user: UserRow) =>
+  row.subject === user.id || (user.external_subject !== null && row.subject === user.external_subject)
+
+/**
+ * Who may review what (docs/approvals.md, "Reviewers"), in one place: the approver role held now, the
+ * rule's `approvers` list when it has one, and never one's own request for a vote (no self-approval,
+ * whatever the quorum). Rejecting or revoking one's own request only stops it, so a requester who is
+ * a reviewer may.
+ */
+export const reviewRefusal = (
+  row: ApprovalRow,
+  reviewer: Reviewer,
+  action: "approve" | "reject" | "revoke"
+): Refusal | undefined => {
+  if (!reviewer.approver) {
+    return { reason: "not_approver", message: "Reviewing write approvals needs the approver role." }
+  }
+  if (row.approvers.length > 0 && !subjectsOf(reviewer.user).some((subject) => row.approvers.includes(subject))) {
+    return { reason: "not_listed", message: "This tool's approvals are reviewed by named reviewers only." }
+  }
+  if (action === "approve" && isRequester(row, reviewer.user)) {
+    return { reason: "self_approval", message: "You cannot approve your own request." }
+  }
+  return undefined
+}

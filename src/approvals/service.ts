@@ -1,0 +1,423 @@
+import { randomBytes } from "node:crypto"
+import { Clock, Effect, Option } from "effect"
+import type { Caller } from "../bearer/caller.js"
+import type { ApprovalPolicy } from "../config/schema.js"
+import { Sealer } from "../crypto/sealer.js"
+import { securityEvent } from "../events/security-log.js"
+import { AccessState } from "../policy/access-state.js"
+import { ApprovalRepo, type ApprovalRow, type ApprovalState, type VoteRow } from "../store/approvals.js"
+import type { UserRow } from "../store/users.js"
+import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
+import { effectivePolicy } from "./policy.js"
+import { isRequester, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
+import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT } from "./settings.js"
+
+/** A write that needs approval, as ToolCalls hands it over after the PolicyEngine said NeedsApproval. */
+export interface ApprovalRequest {
+  readonly caller: Caller
+  readonly backend: string
+  readonly tool: string
+  readonly exposedName: string
+  /** Digest of the backend's and the tool rule's configuration: cached results are shown only while it holds. */
+  readonly sourceHash: string
+  readonly arguments: Record<string, unknown>
+  readonly policy: ApprovalPolicy
+}
+
+export type RequestOutcome =
+  /** `created`: false when this was a retry with the same operation id and intent. */
+  | { readonly _tag: "Pending"; readonly row: ApprovalRow; readonly created: boolean }
+  | { readonly _tag: "Conflict"; readonly message: string }
+  | { readonly _tag: "Invalid"; readonly message: string }
+  | { readonly _tag: "TooMany" }
+
+export type ReviewOutcome =
+  | { readonly _tag: "Done"; readonly row: ApprovalRow }
+  | { readonly _tag: "Refused"; readonly reason: string; readonly message: string }
+
+export type Claim =
+  | { readonly _tag: "Claimed"; readonly row: ApprovalRow; readonly intent: Intent }
+  | { readonly _tag: "NotApproved"; readonly row: ApprovalRow }
+  | { readonly _tag: "NotFound" }
+
+/** An approval with its votes, as the status tool and the review page show it. */
+export interface ApprovalDetail {
+  readonly row: ApprovalRow
+  readonly votes: ReadonlyArray<VoteRow>
+}
+
+const newApprovalId = () => `apr_${randomBytes(16).toString("base64url")}`
+const intentContext = (id: string) => `approval_intent:${id}`
+const resultContext = (id: string) => `approval_result:${id}`
+const decoder = new TextDecoder()
+
+/** The approval log line's fields: never arguments, results or secrets. */
+const fieldsOf = (row: ApprovalRow) => ({
+  approval_id: row.id,
+  subject: row.subject,
+  backend: row.backend,
+  tool: row.tool,
+  state: row.state
+})
+
+/**
+ * Write approvals (docs/approvals.md): the one owner of every approval's life. ToolCalls asks it to
+ * open one when the PolicyEngine says a write needs approval; reviewers vote, reject and revoke through
+ * it (the review page); the gateway's tools read status and resume through it. Every transition is a
+ * conditional update in the store, so it holds across concurrent reviewers, resumes and restarts.
+ */
+export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", {
+  effect: Effect.gen(function* () {
+    const repo = yield* ApprovalRepo
+    const sealer = yield* Sealer
+    const access = yield* AccessState
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    /** A row read now: one past its deadline is expired first (the tick does the same for all). */
+    const settle = (row: ApprovalRow, at: Date): Effect.Effect<ApprovalRow> => {
+      const due =
+        (row.state === "pending" && row.expires_at.getTime() <= at.getTime()) ||
+        (row.state === "approved" && row.execute_by !== null && row.execute_by.getTime() <= at.getTime())
+      if (!due) return Effect.succeed(row)
+      return repo.finish(row.id, [row.state], "expired", at).pipe(
+        Effect.tap((expired) =>
+          Option.isSome(expired) ? securityEvent("approval.expired", fieldsOf(expired.value)) : Effect.void
+        ),
+        Effect.flatMap((expired) =>
+          Option.isSome(expired)
+            ? Effect.succeed(expired.value)
+            : Effect.map(
+                repo.findById(row.id),
+                Option.getOrElse(() => row)
+              )
+        )
+      )
+    }
+
+    const find = (id: string) =>
+      Effect.gen(function* () {
+        const row = yield* repo.findById(id)
+        if (Option.isNone(row)) return undefined
+        return yield* settle(row.value, yield* now)
+      })
+
+    /** Only the original issuer and subject see an approval through the MCP tools. */
+    const findOwn = (caller: Caller, id: string) =>
+      Effect.map(find(id), (row) =>
+        row !== undefined && row.issuer === caller.issuer && row.subject === caller.subject ? row : undefined
+      )
+
+    const request = Effect.fn("Approvals.request")(function* (input: ApprovalRequest, settings: ApprovalSettings) {
+      const { caller } = input
+      const operation = operationIdOf(input.policy.operation_id_argument, input.arguments)
+      if (operation._tag === "Invalid")
+        return { _tag: "Invalid", message: operation.message } satisfies RequestOutcome as RequestOutcome
+      const policy = effectivePolicy(input.policy, input.arguments)
+      const intent: Intent = {
+        arguments: input.arguments,
+        metadata: { backend: input.backend, tool: input.tool, client_id: caller.clientId ?? null }
+      }
+      const hash = intentHash(intent)
+      const id = newApprovalId()
+      const at = yield* now
+      const key =
+        operation._tag === "Id"
+          ? operationKey({
+              issuer: caller.issuer,
+              subject: caller.subject,
+              backend: input.backend,
+              tool: input.tool,
+              operationId: operation.id
+            })
+          : undefined
+      const created = yield* repo.create(
+        {
+          id,
+          operationKey: key,
+          issuer: caller.issuer,
+          subject: caller.subject,
+          clientId: caller.clientId,
+          backend: input.backend,
+          tool: input.tool,
+          exposedName: input.exposedName,
+          sourceHash: input.sourceHash,
+          intentSealed: sealer.seal(intentText(intent), intentContext(id)),
+          intentHash: hash,
+          summary: summaryOf(input.arguments),
+          requiredApprovals: policy.requiredApprovals,
+          requireStepUp: policy.requireStepUp,
+          approvers: policy.approvers,
+          risk: policy.risk,
+          createdAt: at,
+          expiresAt: new Date(at.getTime() + settings.expiresAfterMs)
+        },
+        MAX_ACTIVE_PER_SUBJECT
+      )
+      const base = { subject: caller.subject, backend: input.backend, tool: input.tool }
+      switch (created._tag) {
+        case "Created":
+          yield* securityEvent("approval.requested", {
+            ...fieldsOf(created.row),
+            client_id: caller.clientId ?? null,
+            required_approvals: policy.requiredApprovals,
+            require_step_up: policy.requireStepUp,
+            risk: policy.risk
+          })
+          return { _tag: "Pending", row: created.row, created: true } satisfies RequestOutcome as RequestOutcome
+        case "TooMany":
+          yield* securityEvent("approval.limit_reached", { ...base, active: created.active })
+          return { _tag: "TooMany" } satisfies RequestOutcome as RequestOutcome
+        case "Spent":
+          yield* securityEvent("approval.conflict", { ...base, reason: "operation_id_spent", state: created.state })
+          return {
+            _tag: "Conflict",
+            message: `This operation id was already used (${created.state}); use a new operation id.`
+          } satisfies RequestOutcome as RequestOutcome
+        case "Existing": {
+          const row = yield* settle(created.row, at)
+          if (row.intent_hash !== hash) {
+            yield* securityEvent("approval.conflict", { ...fieldsOf(row), reason: "different_intent" })
+            return {
+              _tag: "Conflict",
+              message:
+                "This operation id was used with different arguments or metadata; use a new operation id for a different operation."
+            } satisfies RequestOutcome as RequestOutcome
+          }
+          if (row.state !== "pending" && row.state !== "approved" && row.state !== "executing") {
+            yield* securityEvent("approval.conflict", { ...fieldsOf(row), reason: "operation_id_spent" })
+            return {
+              _tag: "Conflict",
+              message: `This operation id was already used (${row.state}); use a new operation id.`
+            } satisfies RequestOutcome as RequestOutcome
+          }
+          return { _tag: "Pending", row, created: false } satisfies RequestOutcome as RequestOutcome
+        }
+      }
+    })
+
+    /** The status tool's read: the caller's own approval with its votes; never changes anything but expiry. */
+    const status = Effect.fn("Approvals.status")(function* (caller: Caller, id: string) {
+      const row = yield* findOwn(caller, id)
+      if (row === undefined) return undefined
+      return { row, votes: yield* repo.votes(row.id) } satisfies ApprovalDetail
+    })
+
+    /** The stored intent of an approval (the arguments reviewed), or undefined when it cannot be opened. */
+    const intentOf = (row: ApprovalRow) =>
+      row.intent_sealed === null
+        ? Effect.succeed(undefined)
+        : sealer.open(row.intent_sealed, intentContext(row.id)).pipe(
+            Effect.map((bytes) => JSON.parse(decoder.decode(bytes)) as Intent),
+            Effect.option,
+            Effect.map(Option.getOrUndefined)
+          )
+
+    /** The cached result of a completed approval, or undefined. */
+    const resultOf = (row: ApprovalRow) =>
+      row.result_sealed === null
+        ? Effect.succeed(undefined)
+        : sealer.open(row.result_sealed, resultContext(row.id)).pipe(
+            Effect.map((bytes) => JSON.parse(decoder.decode(bytes)) as Record<string, unknown>),
+            Effect.option,
+            Effect.map(Option.getOrUndefined)
+          )
+
+    /** The resume's claim: of concurrent resumes of one approved write, exactly one gets `Claimed`. */
+    const claim = Effect.fn("Approvals.claim")(function* (caller: Caller, id: string) {
+      const row = yield* findOwn(caller, id)
+      if (row === undefined) return { _tag: "NotFound" } satisfies Claim as Claim
+      const claimed = yield* repo.claim(row.id, yield* now)
+      if (Option.isNone(claimed)) {
+        const current = yield* find(row.id)
+        return { _tag: "NotApproved", row: current ?? row } satisfies Claim as Claim
+      }
+      const intent = yield* intentOf(claimed.value)
+      // The intent is sealed to this row; one that does not open (altered, or another key) is never executed.
+      if (intent === undefined || intentHash(intent) !== claimed.value.intent_hash) {
+        const failed = yield* repo.finish(row.id, ["executing"], "unknown", yield* now)
+        yield* securityEvent("approval.intent_invalid", fieldsOf(Option.getOrElse(failed, () => claimed.value)))
+        return { _tag: "NotApproved", row: Option.getOrElse(failed, () => claimed.value) } satisfies Claim as Claim
+      }
+      return { _tag: "Claimed", row: claimed.value, intent } satisfies Claim as Claim
+    })
+
+    /** The claimed write ran and answered: completed, its result cached sealed. */
+    const completed = Effect.fn("Approvals.completed")(function* (row: ApprovalRow, result: Record<string, unknown>) {
+      const sealed = sealer.seal(JSON.stringify(result), resultContext(row.id))
+      const done = yield* repo.finish(row.id, ["executing"], "completed", yield* now, { resultSealed: sealed })
+      if (Option.isSome(done)) {
+        yield* securityEvent("approval.executed", { ...fieldsOf(done.value), is_error: result["isError"] === true })
+      }
+      return Option.getOrElse(done, () => row)
+    })
+
+    /** The claimed write may or may not have run (timeout, connection lost after sending): never replayed. */
+    const unknownOutcome = Effect.fn("Approvals.unknownOutcome")(function* (row: ApprovalRow, reason: string) {
+      const done = yield* repo.finish(row.id, ["executing"], "unknown", yield* now)
+      if (Option.isSome(done)) yield* securityEvent("approval.outcome_unknown", { ...fieldsOf(done.value), reason })
+      return Option.getOrElse(done, () => row)
+    })
+
+    /** The claimed write provably never reached the backend (no channel): approved again, within its deadline. */
+    const notSent = Effect.fn("Approvals.notSent")((row: ApprovalRow) => repo.release(row.id))
+
+    // ——— Reviewers (the review page) ———
+
+    /** The signed-in person as a reviewer: enabled, active, holding the approver role now. */
+    const reviewerOf = Effect.fn("Approvals.reviewerOf")(function* (user: UserRow) {
+      const grant = yield* access.grantOfUser(user.id)
+      return { user, approver: grant?.active === true && grant.roles.has("approver") } satisfies Reviewer
+    })
+
+    const detail = Effect.fn("Approvals.detail")(function* (id: string) {
+      const row = yield* find(id)
+      if (row === undefined) return undefined
+      return { row, votes: yield* repo.votes(row.id) } satisfies ApprovalDetail
+    })
+
+    /** What this reviewer may see on the review page: open approvals they may act on, and their own requests. */
+    const openFor = Effect.fn("Approvals.openFor")(function* (reviewer: Reviewer) {
+      const at = yield* now
+      const rows = yield* repo.listOpen(500)
+      const settled = yield* Effect.forEach(rows, (row) => settle(row, at))
+      return settled.filter(
+        (row) =>
+          (row.state === "pending" || row.state === "approved") &&
+          (reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user))
+      )
+    })
+
+    const refused = (row: ApprovalRow, reviewer: Reviewer, action: string, reason: string, message: string) =>
+      Effect.as(
+        securityEvent("approval.review_refused", { ...fieldsOf(row), reviewer: reviewer.user.id, action, reason }),
+        { _tag: "Refused", reason, message } satisfies ReviewOutcome as ReviewOutcome
+      )
+
+    /** A reviewer approves: counted once per person; reaching the quorum approves and starts the execution deadline. */
+    const approve = Effect.fn("Approvals.approve")(function* (
+      reviewer: Reviewer,
+      id: string,
+      expectedIntent: string,
+      stepUp: StepUpEvidence | undefined,
+      settings: ApprovalSettings
+    ) {
+      const row = yield* find(id)
+      if (row === undefined)
+        return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
+      const refusal = reviewRefusal(row, reviewer, "approve")
+      if (refusal !== undefined) return yield* refused(row, reviewer, "approve", refusal.reason, refusal.message)
+      // The page showed one intent; a vote counts only for exactly that one.
+      if (expectedIntent !== row.intent_hash) {
+        return yield* refused(
+          row,
+          reviewer,
+          "approve",
+          "intent_changed",
+          "The request changed since the page was shown."
+        )
+      }
+      const at = yield* now
+      if (row.require_step_up) {
+        const fresh =
+          stepUp !== undefined &&
+          stepUp.approvalId === row.id &&
+          settings.stepUpAcrValues.includes(stepUp.acr) &&
+          at.getTime() - stepUp.authTime <= settings.stepUpMaxAgeMs
+        if (!fresh) {
+          return yield* refused(
+            row,
+            reviewer,
+            "approve",
+            "step_up_required",
+            "This approval needs a fresh sign-in with your identity provider's stronger authentication."
+          )
+        }
+      }
+      const voted = yield* repo.vote(
+        row.id,
+        {
+          reviewerId: reviewer.user.id,
+          reviewerName: reviewer.user.display_name,
+          stepUpAcr: row.require_step_up ? stepUp?.acr : undefined,
+          stepUpAt: row.require_step_up && stepUp !== undefined ? new Date(stepUp.authTime) : undefined
+        },
+        at,
+        new Date(at.getTime() + settings.executeWithinMs)
+      )
+      if (voted._tag === "NotPending") {
+        return yield* refused(row, reviewer, "approve", "not_pending", "This approval is no longer waiting for votes.")
+      }
+      if (voted._tag === "AlreadyVoted") {
+        return yield* refused(row, reviewer, "approve", "already_voted", "You have already approved this request.")
+      }
+      yield* securityEvent("approval.vote", {
+        ...fieldsOf(voted.row),
+        reviewer: reviewer.user.id,
+        step_up_acr: row.require_step_up ? (stepUp?.acr ?? null) : null
+      })
+      if (voted.row.state === "approved") yield* securityEvent("approval.approved", fieldsOf(voted.row))
+      return { _tag: "Done", row: voted.row } as ReviewOutcome
+    })
+
+    const decide = (action: "reject" | "revoke", from: ReadonlyArray<ApprovalState>, to: ApprovalState) =>
+      Effect.fn(`Approvals.${action}`)(function* (reviewer: Reviewer, id: string) {
+        const row = yield* find(id)
+        if (row === undefined)
+          return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
+        const refusal = reviewRefusal(row, reviewer, action)
+        if (refusal !== undefined) return yield* refused(row, reviewer, action, refusal.reason, refusal.message)
+        const done = yield* repo.finish(row.id, from, to, yield* now, { decidedBy: reviewer.user.id })
+        if (Option.isNone(done)) {
+          return yield* refused(row, reviewer, action, "not_open", `This approval can no longer be ${to}.`)
+        }
+        yield* securityEvent(`approval.${to}`, { ...fieldsOf(done.value), reviewer: reviewer.user.id })
+        return { _tag: "Done", row: done.value } as ReviewOutcome
+      })
+
+    /** The maintenance tick: expiry of every due approval, then retention (tombstones). */
+    const sweep = Effect.fn("Approvals.sweep")(function* (settings: ApprovalSettings) {
+      const at = yield* now
+      const expired = yield* repo.expireDue(at)
+      for (const row of expired) yield* securityEvent("approval.expired", fieldsOf(row))
+      let dropped = 0
+      for (;;) {
+        const batch = yield* repo.purge(new Date(at.getTime() - settings.retentionMs), 500)
+        dropped += batch
+        if (batch < 500) break
+      }
+      return { expired: expired.length, dropped }
+    })
+
+    /** At start: executions a stop cut short have an unclear outcome (never replayed). */
+    const recover = Effect.fn("Approvals.recover")(function* () {
+      const rows = yield* repo.interrupted(yield* now)
+      for (const row of rows) yield* securityEvent("approval.outcome_unknown", { ...fieldsOf(row), reason: "restart" })
+    })
+
+    return {
+      request,
+      status,
+      intentOf,
+      resultOf,
+      claim,
+      completed,
+      unknownOutcome,
+      notSent,
+      reviewerOf,
+      detail,
+      openFor,
+      approve,
+      reject: decide("reject", ["pending"], "rejected"),
+      revoke: decide("revoke", ["pending", "approved"], "revoked"),
+      sweep,
+      recover
+    } as const
+  })
+}) {}
+
+/** A short description for the log and the review list: argument names, never values. */
+const summaryOf = (args: Record<string, unknown>): string => {
+  const names = Object.keys(args).sort()
+  const shown = names.slice(0, 8).join(", ")
+  return names.length > 8 ? `${shown}, …` : shown
+}

@@ -1,0 +1,316 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { StoredBoolean, toStoredBoolean } from "./columns.js"
+import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
+
+/** Where a write approval stands (docs/approvals.md, "States"). `executing` is the claim of one resume. */
+export const ApprovalState = Schema.Literal(
+  "pending",
+  "approved",
+  "executing",
+  "completed",
+  "rejected",
+  "revoked",
+  "expired",
+  "unknown"
+)
+export type ApprovalState = typeof ApprovalState.Type
+
+/** States from which nothing more happens: the operation id is spent. */
+export const finishedStates: ReadonlyArray<ApprovalState> = ["completed", "rejected", "revoked", "expired", "unknown"]
+/** States that count towards the 20 active approvals of one requester. */
+export const activeStates: ReadonlyArray<ApprovalState> = ["pending", "approved", "executing"]
+
+export const ApprovalRow = Schema.Struct({
+  id: Schema.String,
+  operation_key: Schema.NullOr(Schema.String),
+  issuer: Schema.String,
+  subject: Schema.String,
+  client_id: Schema.NullOr(Schema.String),
+  backend: Schema.String,
+  tool: Schema.String,
+  exposed_name: Schema.String,
+  source_hash: Schema.String,
+  intent_sealed: Schema.NullOr(Schema.String),
+  intent_hash: Schema.String,
+  summary: Schema.String,
+  required_approvals: Schema.Literal(1, 2),
+  require_step_up: StoredBoolean,
+  approvers: Schema.parseJson(Schema.Array(Schema.String)),
+  risk: Schema.String,
+  state: ApprovalState,
+  created_at: StoredTimestamp,
+  expires_at: StoredTimestamp,
+  approved_at: Schema.NullOr(StoredTimestamp),
+  execute_by: Schema.NullOr(StoredTimestamp),
+  finished_at: Schema.NullOr(StoredTimestamp),
+  decided_by: Schema.NullOr(Schema.String),
+  result_sealed: Schema.NullOr(Schema.String),
+  revision: Schema.Int
+})
+export type ApprovalRow = typeof ApprovalRow.Type
+
+export const VoteRow = Schema.Struct({
+  approval_id: Schema.String,
+  reviewer_id: Schema.String,
+  reviewer_name: Schema.String,
+  step_up_acr: Schema.NullOr(Schema.String),
+  step_up_at: Schema.NullOr(StoredTimestamp),
+  voted_at: StoredTimestamp
+})
+export type VoteRow = typeof VoteRow.Type
+
+/** A new approval as the service builds it (state `pending`). */
+export interface NewApproval {
+  readonly id: string
+  readonly operationKey: string | undefined
+  readonly issuer: string
+  readonly subject: string
+  readonly clientId: string | undefined
+  readonly backend: string
+  readonly tool: string
+  readonly exposedName: string
+  readonly sourceHash: string
+  readonly intentSealed: string
+  readonly intentHash: string
+  readonly summary: string
+  readonly requiredApprovals: 1 | 2
+  readonly requireStepUp: boolean
+  readonly approvers: ReadonlyArray<string>
+  readonly risk: string
+  readonly createdAt: Date
+  readonly expiresAt: Date
+}
+
+export type Created =
+  | { readonly _tag: "Created"; readonly row: ApprovalRow }
+  /** The operation key names an approval already (a retry, or a conflict the service tells apart). */
+  | { readonly _tag: "Existing"; readonly row: ApprovalRow }
+  /** The operation key was used by an approval retention has dropped: the id is spent. */
+  | { readonly _tag: "Spent"; readonly state: string }
+  | { readonly _tag: "TooMany"; readonly active: number }
+
+export interface NewVote {
+  readonly reviewerId: string
+  readonly reviewerName: string
+  readonly stepUpAcr: string | undefined
+  readonly stepUpAt: Date | undefined
+}
+
+export type Voted =
+  | { readonly _tag: "Voted"; readonly row: ApprovalRow }
+  | { readonly _tag: "AlreadyVoted"; readonly row: ApprovalRow }
+  /** Not pending (or past its expiry): nothing was recorded. */
+  | { readonly _tag: "NotPending"; readonly row: ApprovalRow | undefined }
+
+const Count = Schema.Struct({ n: Schema.Int })
+const Tombstone = Schema.Struct({ state: Schema.String })
+
+/**
+ * Persistence of write approvals (`approvals`, `approval_votes`, `approval_tombstones`). Every change of
+ * state is one conditional UPDATE on the state it expects, which SQLite and PostgreSQL both apply
+ * atomically: of two reviewers deciding at once, or two resumes, exactly one wins. Creation holds a
+ * per-requester lock (PostgreSQL advisory; SQLite serializes writers), so the active-approval limit
+ * and the operation id's uniqueness cannot be raced past.
+ */
+export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/ApprovalRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const decodeRows = Schema.decodeUnknown(Schema.Array(ApprovalRow))
+    const one = (rows: ReadonlyArray<ApprovalRow>) => Option.fromNullable(rows[0])
+
+    const byId = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ApprovalRow,
+      execute: (id) => sql`SELECT * FROM approvals WHERE id = ${id}`
+    })
+    const byKey = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ApprovalRow,
+      execute: (key) => sql`SELECT * FROM approvals WHERE operation_key = ${key}`
+    })
+    const tombstone = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Tombstone,
+      execute: (key) => sql`SELECT state FROM approval_tombstones WHERE operation_key = ${key}`
+    })
+    const votesOf = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: VoteRow,
+      execute: (id) => sql`SELECT * FROM approval_votes WHERE approval_id = ${id} ORDER BY voted_at, reviewer_id`
+    })
+
+    const countOf = (rows: ReadonlyArray<unknown>) =>
+      Schema.decodeUnknown(Schema.Array(Count))(rows).pipe(Effect.map((decoded) => decoded[0]?.n ?? 0))
+
+    const findById = Effect.fn("ApprovalRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
+    const votes = Effect.fn("ApprovalRepo.votes")((id: string) => votesOf(id).pipe(Effect.orDie))
+
+    /** The requester's lock for the length of the transaction (PostgreSQL; SQLite has one writer). */
+    const lockRequester = (issuer: string, subject: string) =>
+      sql.onDialectOrElse({
+        pg: () =>
+          sql`SELECT pg_advisory_xact_lock(hashtext(${`approvals:${issuer}\u0000${subject}`}))`.pipe(Effect.asVoid),
+        orElse: () => Effect.void
+      })
+
+    /**
+     * Creates the approval unless its operation key is known (→ Existing or Spent) or the requester
+     * has `limit` active approvals (→ TooMany); one transaction under the requester's lock.
+     */
+    const create = Effect.fn("ApprovalRepo.create")(function* (approval: NewApproval, limit: number) {
+      const attempt = Effect.gen(function* () {
+        yield* lockRequester(approval.issuer, approval.subject)
+        const key = approval.operationKey
+        if (key !== undefined) {
+          const existing = yield* byKey(key)
+          if (Option.isSome(existing)) return { _tag: "Existing", row: existing.value } satisfies Created as Created
+          const spent = yield* tombstone(key)
+          if (Option.isSome(spent)) return { _tag: "Spent", state: spent.value.state } satisfies Created as Created
+        }
+        const active = yield* countOf(
+          yield* sql`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM approvals WHERE issuer = ${approval.issuer}
+            AND subject = ${approval.subject} AND state IN ${sql.in(activeStates)}`
+        )
+        if (active >= limit) return { _tag: "TooMany", active } satisfies Created as Created
+        const rows = yield* sql`INSERT INTO approvals ${sql.insert({
+          id: approval.id,
+          operation_key: key ?? null,
+          issuer: approval.issuer,
+          subject: approval.subject,
+          client_id: approval.clientId ?? null,
+          backend: approval.backend,
+          tool: approval.tool,
+          exposed_name: approval.exposedName,
+          source_hash: approval.sourceHash,
+          intent_sealed: approval.intentSealed,
+          intent_hash: approval.intentHash,
+          summary: approval.summary,
+          required_approvals: approval.requiredApprovals,
+          require_step_up: toStoredBoolean(approval.requireStepUp),
+          approvers: JSON.stringify(approval.approvers),
+          risk: approval.risk,
+          state: "pending",
+          created_at: toStoredTimestamp(approval.createdAt),
+          expires_at: toStoredTimestamp(approval.expiresAt),
+          revision: 1
+        })} RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        return { _tag: "Created", row: rows[0]! } satisfies Created as Created
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
+    })
+
+    /**
+     * Records a reviewer's approval of a pending request and, when the votes reach its quorum, approves
+     * it and starts its execution deadline (`executeBy`). The first UPDATE locks the row (PostgreSQL), so
+     * two reviewers voting at once are counted one after the other.
+     */
+    const vote = Effect.fn("ApprovalRepo.vote")(function* (id: string, voter: NewVote, now: Date, executeBy: Date) {
+      const stamp = toStoredTimestamp(now)
+      const attempt = Effect.gen(function* () {
+        const locked = yield* sql`UPDATE approvals SET revision = revision + 1
+          WHERE id = ${id} AND state = 'pending' AND expires_at > ${stamp} RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        const row = locked[0]
+        if (row === undefined) return { _tag: "NotPending", row: Option.getOrUndefined(yield* byId(id)) } as Voted
+        const inserted = yield* sql`INSERT INTO approval_votes ${sql.insert({
+          approval_id: id,
+          reviewer_id: voter.reviewerId,
+          reviewer_name: voter.reviewerName,
+          step_up_acr: voter.stepUpAcr ?? null,
+          step_up_at: voter.stepUpAt === undefined ? null : toStoredTimestamp(voter.stepUpAt),
+          voted_at: stamp
+        })} ON CONFLICT (approval_id, reviewer_id) DO NOTHING RETURNING reviewer_id`
+        if (inserted.length === 0) return { _tag: "AlreadyVoted", row } as Voted
+        const count = yield* countOf(
+          yield* sql`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM approval_votes WHERE approval_id = ${id}`
+        )
+        if (count < row.required_approvals) return { _tag: "Voted", row } as Voted
+        const approved = yield* sql`UPDATE approvals SET state = 'approved', approved_at = ${stamp},
+          execute_by = ${toStoredTimestamp(executeBy)}, revision = revision + 1
+          WHERE id = ${id} AND state = 'pending' RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        return { _tag: "Voted", row: approved[0] ?? row } as Voted
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
+    })
+
+    /**
+     * Moves the approval from one of `from` to `to` (a finished state), recording who decided; the
+     * updated row, or none when it was no longer in `from`.
+     */
+    const finish = Effect.fn("ApprovalRepo.finish")(function* (
+      id: string,
+      from: ReadonlyArray<ApprovalState>,
+      to: ApprovalState,
+      now: Date,
+      fields: { readonly decidedBy?: string; readonly resultSealed?: string } = {}
+    ) {
+      const rows = yield* sql`UPDATE approvals SET state = ${to}, finished_at = ${toStoredTimestamp(now)},
+        decided_by = ${fields.decidedBy ?? null}, result_sealed = ${fields.resultSealed ?? null},
+        revision = revision + 1
+        WHERE id = ${id} AND state IN ${sql.in(from)} RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      return one(rows)
+    })
+
+    /** The one resume that may execute: approved, within its deadline → executing. */
+    const claim = Effect.fn("ApprovalRepo.claim")(function* (id: string, now: Date) {
+      const rows = yield* sql`UPDATE approvals SET state = 'executing', revision = revision + 1
+        WHERE id = ${id} AND state = 'approved' AND execute_by > ${toStoredTimestamp(now)}
+        RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      return one(rows)
+    })
+
+    /** A claimed execution that provably never reached the backend is approved again. */
+    const release = Effect.fn("ApprovalRepo.release")(function* (id: string) {
+      yield* sql`UPDATE approvals SET state = 'approved', revision = revision + 1
+        WHERE id = ${id} AND state = 'executing'`.pipe(Effect.orDie)
+    })
+
+    /** Pending past their expiry and approved past their execution deadline → expired; the rows changed. */
+    const expireDue = Effect.fn("ApprovalRepo.expireDue")(function* (now: Date) {
+      const stamp = toStoredTimestamp(now)
+      return yield* sql`UPDATE approvals SET state = 'expired', finished_at = ${stamp}, revision = revision + 1
+        WHERE (state = 'pending' AND expires_at <= ${stamp}) OR (state = 'approved' AND execute_by <= ${stamp})
+        RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+    })
+
+    /** After a restart: an execution that was running has an unclear outcome → unknown (never replayed). */
+    const interrupted = Effect.fn("ApprovalRepo.interrupted")(function* (now: Date) {
+      return yield* sql`UPDATE approvals SET state = 'unknown', finished_at = ${toStoredTimestamp(now)},
+        revision = revision + 1 WHERE state = 'executing' RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+    })
+
+    /** What reviewers may act on: pending and approved, oldest first. */
+    const listOpen = Effect.fn("ApprovalRepo.listOpen")(function* (limit: number) {
+      return yield* sql`SELECT * FROM approvals WHERE state IN ('pending', 'approved')
+        ORDER BY created_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+    })
+
+    /**
+     * Retention: finished approvals older than `before` are deleted with their votes; each operation key
+     * stays behind as a tombstone. Returns how many were dropped.
+     */
+    const purge = Effect.fn("ApprovalRepo.purge")(function* (before: Date, batch: number) {
+      const stamp = toStoredTimestamp(before)
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`SELECT * FROM approvals WHERE state IN ${sql.in(finishedStates)}
+          AND finished_at < ${stamp} ORDER BY finished_at LIMIT ${batch}`.pipe(Effect.flatMap(decodeRows))
+        if (rows.length === 0) return 0
+        const keyed = rows.filter((row) => row.operation_key !== null)
+        if (keyed.length > 0) {
+          yield* sql`INSERT INTO approval_tombstones ${sql.insert(
+            keyed.map((row) => ({
+              operation_key: row.operation_key!,
+              state: row.state,
+              finished_at: toStoredTimestamp(row.finished_at ?? before)
+            }))
+          )} ON CONFLICT (operation_key) DO NOTHING`
+        }
+        yield* sql`DELETE FROM approvals WHERE id IN ${sql.in(rows.map((row) => row.id))}`
+        return rows.length
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
+    })
+
+    return { create, findById, votes, vote, finish, claim, release, expireDue, interrupted, listOpen, purge } as const
+  })
+}) {}
