@@ -306,16 +306,6 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
       const refusal = reviewRefusal(row, reviewer, "approve")
       if (refusal !== undefined) return yield* refused(row, reviewer, "approve", refusal.reason, refusal.message)
-      // The page showed one intent; a vote counts only for exactly that one.
-      if (expectedIntent !== row.intent_hash) {
-        return yield* refused(
-          row,
-          reviewer,
-          "approve",
-          "intent_changed",
-          "The request changed since the page was shown."
-        )
-      }
       const at = yield* now
       if (row.require_step_up) {
         const fresh =
@@ -332,6 +322,16 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
             "This approval needs a fresh sign-in with your identity provider's stronger authentication."
           )
         }
+      }
+      // The page showed one intent; a vote counts only for exactly that one.
+      if (expectedIntent !== row.intent_hash) {
+        return yield* refused(
+          row,
+          reviewer,
+          "approve",
+          "intent_changed",
+          "The request changed since the page was shown."
+        )
       }
       const voted = yield* repo.vote(
         row.id,

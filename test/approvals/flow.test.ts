@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   approvalIdOf,
   browserOf,
+  callTool,
   deploy,
   type OpsBackend,
   person,
@@ -106,5 +107,268 @@ describe("a write to a tool with an approval rule", () => {
     // Status is private to the requester.
     const peek = await statusOf(gateway, other.token, first)
     expect(peek.structuredContent).toMatchObject({ error: "approval_not_found" })
+  })
+})
+
+describe("reviewers", () => {
+  it("quorum 2 (a risk rule raises it): the first vote leaves it pending without an execution deadline; the requester cannot vote; a second reviewer approves", async () => {
+    const requester = await person(gateway, { approver: true })
+    const first = await person(gateway, { approver: true, tools: false })
+    const second = await person(gateway, { approver: true, tools: false })
+    const id = opId()
+    const answer = await deploy(gateway, requester.token, { operation_id: id, environment: "production", version: "9" })
+    expect(answer.structuredContent).toMatchObject({ required_approvals: 2 })
+    const approvalId = approvalIdOf(answer)
+    const own = await browserOf(gateway, requester.userId)
+    const ownPage = await (await reviewPage(gateway, own.cookie, approvalId)).text()
+    expect(ownPage).not.toContain('id="approve"')
+    expect(ownPage).toContain("You cannot approve your own request.")
+    const selfVote = await review(gateway, own.cookie, approvalId, "approve", { csrf: own.csrf })
+    expect(selfVote.status).toBe(403)
+
+    expect((await review(gateway, (await browserOf(gateway, first.userId)).cookie, approvalId, "approve")).status).toBe(
+      303
+    )
+    const half = await statusOf(gateway, requester.token, approvalId)
+    expect(half.structuredContent).toMatchObject({
+      state: "pending",
+      approvals: 1,
+      required_approvals: 2,
+      execute_by: null
+    })
+    const twice = await review(gateway, (await browserOf(gateway, first.userId)).cookie, approvalId, "approve", {
+      csrf: (await browserOf(gateway, first.userId)).csrf
+    })
+    expect(twice.status).toBeGreaterThanOrEqual(400)
+
+    expect(
+      (await review(gateway, (await browserOf(gateway, second.userId)).cookie, approvalId, "approve")).status
+    ).toBe(303)
+    const full = await statusOf(gateway, requester.token, approvalId)
+    expect(full.structuredContent).toMatchObject({ state: "approved", approvals: 2 })
+    expect(ops.executions.get(id)).toBeUndefined()
+  })
+
+  it("a risk argument that is missing or mistyped fails closed to the strongest policy (two reviewers)", async () => {
+    const requester = await person(gateway)
+    for (const environment of [undefined, 42, ""]) {
+      const args = { operation_id: opId(), version: "1", ...(environment === undefined ? {} : { environment }) }
+      const answer = await deploy(gateway, requester.token, args)
+      expect(answer.structuredContent).toMatchObject({ state: "pending", required_approvals: 2 })
+    }
+  })
+
+  it("someone without the approver role sees nothing and cannot vote; a signed-out browser is sent to sign in and back", async () => {
+    const requester = await person(gateway)
+    const outsider = await person(gateway, { tools: false })
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+    )
+    const browser = await browserOf(gateway, outsider.userId)
+    expect((await reviewPage(gateway, browser.cookie, approvalId)).status).toBe(404)
+    expect((await review(gateway, browser.cookie, approvalId, "approve", { csrf: browser.csrf })).status).toBe(403)
+    const signedOut = await reviewPage(gateway, "", approvalId)
+    expect(signedOut.status).toBe(303)
+    expect(signedOut.headers.get("location")).toBe(`/sso?next=${encodeURIComponent(`/sso/approvals/${approvalId}`)}`)
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({ approvals: 0 })
+  })
+
+  it("a form posted from another origin, or without the page's anti-CSRF token, changes nothing", async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+    )
+    const browser = await browserOf(gateway, reviewer.userId)
+    const crossSite = await fetch(`${gateway.baseUrl}/sso/approvals/${approvalId}/approve`, {
+      method: "POST",
+      headers: {
+        cookie: browser.cookie,
+        origin: "https://evil.example",
+        "content-type": "application/x-www-form-urlencoded"
+      },
+      body: new URLSearchParams({ csrf: browser.csrf }),
+      redirect: "manual"
+    })
+    expect(crossSite.status).toBe(403)
+    expect((await review(gateway, browser.cookie, approvalId, "approve", { csrf: "x".repeat(64) })).status).toBe(403)
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      state: "pending",
+      approvals: 0
+    })
+  })
+
+  it("a vote for an intent other than the one stored is refused (the page showed something else)", async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+    )
+    const browser = await browserOf(gateway, reviewer.userId)
+    const answer = await review(gateway, browser.cookie, approvalId, "approve", { intent: "0".repeat(64) })
+    expect(answer.status).toBe(409)
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({ approvals: 0 })
+  })
+
+  it("rejected: the id is spent and resume is refused; revoked after approval: resume is refused, nothing executed", async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const browser = await browserOf(gateway, reviewer.userId)
+    const rejectedId = opId()
+    const rejected = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: rejectedId, environment: "dev" })
+    )
+    expect((await review(gateway, browser.cookie, rejected, "reject")).status).toBe(303)
+    expect((await statusOf(gateway, requester.token, rejected)).structuredContent).toMatchObject({ state: "rejected" })
+    const reuse = await deploy(gateway, requester.token, { operation_id: rejectedId, environment: "dev" })
+    expect(reuse.structuredContent).toMatchObject({ error: "approval_conflict" })
+
+    const revokedId = opId()
+    const revoked = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: revokedId, environment: "dev" })
+    )
+    expect((await review(gateway, browser.cookie, revoked, "approve")).status).toBe(303)
+    expect((await review(gateway, browser.cookie, revoked, "revoke")).status).toBe(303)
+    expect((await resume(gateway, requester.token, revoked)).structuredContent).toMatchObject({
+      error: "approval_not_approved"
+    })
+    expect((await statusOf(gateway, requester.token, revoked)).structuredContent).toMatchObject({ state: "revoked" })
+    expect(ops.executions.get(rejectedId)).toBeUndefined()
+    expect(ops.executions.get(revokedId)).toBeUndefined()
+  })
+})
+
+describe("resume", () => {
+  const approvedFor = async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const id = opId()
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: id, environment: "dev", version: "5" })
+    )
+    await review(gateway, (await browserOf(gateway, reviewer.userId)).cookie, approvalId, "approve")
+    return { requester, id, approvalId }
+  }
+
+  it("ten concurrent resumes of one approved write: the backend executes it once", async () => {
+    const { requester, id, approvalId } = await approvedFor()
+    const answers = await Promise.all(Array.from({ length: 10 }, () => resume(gateway, requester.token, approvalId)))
+    expect(answers.filter((answer) => answer.structuredContent?.["deployed"] === "5")).toHaveLength(1)
+    expect(answers.filter((answer) => answer.structuredContent?.["error"] === "approval_not_approved")).toHaveLength(9)
+    expect(ops.executions.get(id)).toBe(1)
+  })
+
+  it("an outcome the gateway cannot know (the backend outlives the call timeout) becomes unknown and is never replayed", async () => {
+    const { requester, id, approvalId } = await approvedFor()
+    ops.control.delayMs = 3_000
+    try {
+      await expect(resume(gateway, requester.token, approvalId)).rejects.toThrow(/did not answer in time/)
+    } finally {
+      ops.control.delayMs = 0
+    }
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({ state: "unknown" })
+    expect((await resume(gateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      error: "approval_not_approved"
+    })
+    // Status reads do not reset it.
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({ state: "unknown" })
+    expect(ops.executions.get(id)).toBe(1)
+    const reuse = await deploy(gateway, requester.token, { operation_id: id, environment: "dev", version: "5" })
+    expect(reuse.structuredContent).toMatchObject({ error: "approval_conflict" })
+  })
+
+  it("someone else cannot resume (or see) another person's approval", async () => {
+    const { id, approvalId } = await approvedFor()
+    const other = await person(gateway)
+    expect((await resume(gateway, other.token, approvalId)).structuredContent).toMatchObject({
+      error: "approval_not_found"
+    })
+    expect(ops.executions.get(id)).toBeUndefined()
+  })
+
+  it("status with query_upstream asks the backend's status tool with the saved arguments", async () => {
+    const { requester, id, approvalId } = await approvedFor()
+    await resume(gateway, requester.token, approvalId)
+    const status = await statusOf(gateway, requester.token, approvalId, true)
+    expect(status.structuredContent).toMatchObject({
+      state: "completed",
+      upstream_observation: { operation_id: id, executions: 1 }
+    })
+  })
+
+  it("the 21st active approval of one person is refused; finishing one makes room", async () => {
+    const requester = await person(gateway)
+    const ids: Array<string> = []
+    for (let n = 0; n < 20; n++) {
+      const answer = await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+      expect(answer.structuredContent).toMatchObject({ state: "pending" })
+      ids.push(approvalIdOf(answer))
+    }
+    const refused = await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+    expect(refused.structuredContent).toMatchObject({ error: "approval_limit" })
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    await review(gateway, (await browserOf(gateway, reviewer.userId)).cookie, ids[0]!, "reject")
+    const room = await deploy(gateway, requester.token, { operation_id: opId(), environment: "dev" })
+    expect(room.structuredContent).toMatchObject({ state: "pending" })
+  })
+
+  it("malformed arguments to the gateway's tools get a precise refusal", async () => {
+    const requester = await person(gateway)
+    for (const args of [
+      {},
+      { approval_id: 7 },
+      { approval_id: "../../etc" },
+      { approval_id: `apr_${"a".repeat(500)}` }
+    ]) {
+      const answer = await callTool(gateway, requester.token, "gateway_resume_approval", args)
+      expect(answer.structuredContent).toMatchObject({ error: "invalid_arguments" })
+    }
+    const extra = await callTool(gateway, requester.token, "gateway_approval_status", {
+      approval_id: `apr_${"a".repeat(22)}`,
+      query_upstream: "yes"
+    })
+    expect(extra.structuredContent).toMatchObject({ error: "invalid_arguments" })
+    const bad = await deploy(gateway, requester.token, { operation_id: "has spaces", environment: "dev" })
+    expect(bad.structuredContent).toMatchObject({ error: "operation_id_invalid" })
+    const missing = await deploy(gateway, requester.token, { environment: "dev" })
+    expect(missing.structuredContent).toMatchObject({ error: "operation_id_invalid" })
+  })
+})
+
+describe("a rule that requires step-up", () => {
+  let stepUpGateway: TestGateway
+  beforeAll(async () => {
+    stepUpGateway = await startApprovalGateway(
+      ops,
+      { require_step_up: true, risk_rules: [] },
+      { patch: { approvals: { step_up: { acr_values: ["phr"] } } } }
+    )
+  })
+  afterAll(async () => {
+    await stepUpGateway?.close()
+  })
+
+  it("a reviewer signed in locally (no OpenID Connect step-up possible) is told so and their vote is refused", async () => {
+    const requester = await person(stepUpGateway)
+    const reviewer = await person(stepUpGateway, { approver: true, tools: false })
+    const answer = await deploy(stepUpGateway, requester.token, { operation_id: opId(), environment: "dev" })
+    expect(answer.structuredContent).toMatchObject({ require_step_up: true })
+    const approvalId = approvalIdOf(answer)
+    const browser = await browserOf(stepUpGateway, reviewer.userId)
+    const page = await (await reviewPage(stepUpGateway, browser.cookie, approvalId)).text()
+    expect(page).not.toContain('id="approve"')
+    expect(page).toContain("a local, LDAP or OAuth2 sign-in cannot provide it")
+    const vote = await review(stepUpGateway, browser.cookie, approvalId, "approve", { csrf: browser.csrf })
+    expect(vote.status).toBe(409)
+    expect(await vote.text()).toContain("fresh sign-in")
+    expect((await statusOf(stepUpGateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      state: "pending",
+      approvals: 0
+    })
+    const stepUp = await fetch(`${stepUpGateway.baseUrl}/sso/approvals/${approvalId}/step-up?csrf=${browser.csrf}`, {
+      headers: { cookie: browser.cookie },
+      redirect: "manual"
+    })
+    expect(stepUp.status).toBe(403)
   })
 })

@@ -17,8 +17,8 @@ import { startTestGateway, type TestGateway, type TestGatewayOptions } from "./m
 export interface OpsBackend extends TestBackend {
   /** Executions of `deploy`, by operation id (or `-` without one). */
   readonly executions: Map<string, number>
-  /** Milliseconds `deploy` takes before answering (0: at once). */
-  delayMs: number
+  /** `delayMs`: how long `deploy` takes before answering (0: at once). */
+  readonly control: { delayMs: number }
 }
 
 export const startOps = async (): Promise<OpsBackend> => {
@@ -61,15 +61,7 @@ export const startOps = async (): Promise<OpsBackend> => {
     )
   }
   const backend = await startBackend("ops", register)
-  return Object.assign(backend, {
-    executions,
-    get delayMs() {
-      return state.delayMs
-    },
-    set delayMs(value: number) {
-      state.delayMs = value
-    }
-  })
+  return Object.assign(backend, { executions, control: state })
 }
 
 /** The approval rule the tests start from; `approval` overrides its keys. */

@@ -59,11 +59,11 @@ export const detailPage = (
     html`<h1>Write approval</h1>
 ${notice === undefined ? "" : html`<p class="notice" id="notice">${notice}</p>`}
 <table id="approval">
-<tr><td>Tool</td><td><code>${row.tool}</code> on backend <code>${row.backend}</code></td></tr>
+<tr><td>Tool</td><td id="tool"><code>${row.tool}</code> on backend <code>${row.backend}</code></td></tr>
 <tr><td>State</td><td id="state">${stateLabel(row)}</td></tr>
-<tr><td>Requested by</td><td>${item.requester}${row.client_id === null ? "" : html` <span class="muted">via ${row.client_id}</span>`}</td></tr>
-<tr><td>Needs</td><td>${row.required_approvals === 2 ? "two distinct reviewers" : "one reviewer"}${row.require_step_up ? ", each after a fresh sign-in with stronger authentication" : ""}</td></tr>
-<tr><td>Risk</td><td>${row.risk}</td></tr>
+<tr><td>Requested by</td><td id="requester">${item.requester}${row.client_id === null ? "" : html` <span class="muted">via ${row.client_id}</span>`}</td></tr>
+<tr><td>Needs</td><td id="needs">${row.required_approvals === 2 ? "two distinct reviewers" : "one reviewer"}${row.require_step_up ? ", each after a fresh sign-in with stronger authentication" : ""}</td></tr>
+<tr><td>Risk</td><td id="risk">${row.risk}</td></tr>
 <tr><td>Approvals</td><td id="votes">${votes.length} of ${row.required_approvals}${votes.map((vote) => html`<br><span class="muted">${vote.reviewer_name}, ${when(vote.voted_at)}</span>`)}</td></tr>
 <tr><td>Requested</td><td>${when(row.created_at)}</td></tr>
 <tr><td>${row.state === "approved" ? "Execute by" : "Expires"}</td><td>${when(row.state === "approved" ? row.execute_by : row.expires_at)}</td></tr>
