@@ -11,6 +11,8 @@ import type { GatewayConfig } from "./schema.js"
  *   and `admin`: the listeners, the token contract and the administration they set up live for the process.
  * - `storage`: chosen at deployment creation (docs/storage.md); a reload must not point a
  *   running gateway at another database.
+ * - `approvals.retention`: the approvals' maintenance (expiry tick, tombstones) is process-wide and
+ *   reads it once at start.
  * - `log_level`: the logger is installed once per process (src/cli/serve.ts), so a reload could only
  *   ignore a change silently; rejecting it says "restart" instead.
  * - Reloadable: `allowed_origins`, `request_timeout`, `drain_timeout` and `backends` — everything not
@@ -25,7 +27,8 @@ export const staticFields = [
   "log_level",
   "auth",
   "client_authorization",
-  "admin"
+  "admin",
+  "approvals.retention"
 ] as const
 
 export type StaticField = (typeof staticFields)[number]

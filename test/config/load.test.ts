@@ -41,7 +41,9 @@ describe("loadConfig (docs/configuration.md)", () => {
 
   it("defaults an approval quorum to 1 (1 or 2 allowed)", () => {
     const text = yamlOf({
-      backends: [{ id: "a", url: "https://a.example.com/mcp", tool_rules: [{ tools: ["x"], approval: {} }] }]
+      backends: [
+        { id: "a", url: "https://a.example.com/mcp", tool_rules: [{ tools: ["x"], write: true, approval: {} }] }
+      ]
     })
     const result = parseConfig("test.yaml", text, {})
     expect(Either.getOrThrow(result).config.backends[0]?.tool_rules[0]?.approval?.required_approvals).toBe(1)

@@ -15,7 +15,9 @@ const oneChangeEach = [
   ["log_level", { log_level: "debug" }],
   ["auth", { auth: { enterprise_membership_max_age: "1h" } }],
   ["client_authorization", { client_authorization: { enabled: true, client_id: "portal" } }],
-  ["admin", { admin: { required_scopes: ["gateway:operators"] } }]
+  ["admin", { admin: { required_scopes: ["gateway:operators"] } }],
+  // The approvals' maintenance is process-wide and reads it at start (src/approvals/maintenance.ts).
+  ["approvals.retention", { approvals: { retention: "7d" } }]
 ] as const
 
 describe("staticChanges", () => {
@@ -50,7 +52,8 @@ describe("staticChanges", () => {
       storage: { type: "sqlite", path: "/var/lib/other.db" },
       log_level: "debug",
       client_authorization: { enabled: true, client_id: "portal" },
-      admin: { listen: "127.0.0.1:9091" }
+      admin: { listen: "127.0.0.1:9091" },
+      approvals: { retention: "1d" }
     })
     expect(staticChanges(configOf(), after)).toEqual([...staticFields])
   })

@@ -131,19 +131,15 @@ export const detailEndpoint = answerPage(
   })
 ).pipe(Effect.withSpan("approvals.detailEndpoint"))
 
+/** Who may not (403), what does not exist (404), and a state or step-up that does not allow it now (409). */
+const refusalStatus = (reason: string) =>
+  reason === "not_found" ? 404 : ["not_approver", "not_listed", "self_approval"].includes(reason) ? 403 : 409
+
 /** The answer to a review action: back to the approval, or a page saying why nothing changed. */
 const answered = (id: string, action: string, outcome: ReviewOutcome) =>
   outcome._tag === "Done"
     ? seeOther(`/sso/approvals/${id}?done=${action}`)
-    : messagePage(
-        "Not done",
-        `${outcome.message} Nothing was changed.`,
-        outcome.reason === "not_found"
-          ? 404
-          : outcome.reason.startsWith("not_") || outcome.reason === "self_approval"
-            ? 403
-            : 409
-      )
+    : messagePage("Not done", `${outcome.message} Nothing was changed.`, refusalStatus(outcome.reason))
 
 /** A posted review form: same origin, signed in, the form's own anti-CSRF token. */
 const postedReview = Effect.gen(function* () {

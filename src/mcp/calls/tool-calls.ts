@@ -272,12 +272,22 @@ export const ToolCallsLive = Layer.scoped(
       )
     }
 
-    /** Whether the call may go on after a policy change: the same decision, under the new view. */
-    const stillAllowed = (tool: ExposedTool, args: Record<string, unknown> | undefined) => (view: View) =>
-      engine.decide(view, tool, args)._tag === "Allow"
+    /**
+     * Whether the call may go on under a new view: the same decision. An approved write being executed
+     * (`approved`) needs approval by its rule, which it has: only a denial stops it.
+     */
+    const allows = (decision: CallDecision, approved: boolean) =>
+      decision._tag === "Allow" || (approved && decision._tag === "NeedsApproval")
+    const stillAllowed =
+      (tool: ExposedTool, args: Record<string, unknown> | undefined, approved: boolean) => (view: View) =>
+        allows(engine.decide(view, tool, args), approved)
 
-    /** Over the channel: the common case. */
-    const viaChannel = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+    /** Over the channel: the common case. `approved`: the execution of an approved write (resume). */
+    const viaChannel = async (
+      request: ToolCallRequest,
+      tool: ExposedTool,
+      approved = false
+    ): Promise<ToolCallOutcome> => {
       const slot = backends.slots[tool.backend]!
       const backendId = slot.config.id
       const channel = slot.channel
@@ -313,7 +323,7 @@ export const ToolCallsLive = Layer.scoped(
               ...(logLevel === undefined ? {} : { logLevel }),
               ...(capabilities === undefined ? {} : { clientCapabilities: capabilities })
             }),
-          stillAllowed(tool, request.arguments)
+          stillAllowed(tool, request.arguments, approved)
         )
       // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened
       // a new session the call is sent again — once — so a backend's restart costs the caller a moment,
@@ -346,7 +356,7 @@ export const ToolCallsLive = Layer.scoped(
             if (!answers.ok) return { _tag: "Error", error: answers.error }
             // Each leg is a call of its own: decided again under the caller's view now.
             const view = await viewOf(request.view.caller)
-            if (view === undefined || engine.decide(view, tool, request.arguments)._tag !== "Allow") {
+            if (view === undefined || !allows(engine.decide(view, tool, request.arguments), approved)) {
               return withdrawnAnswer
             }
             params = paramsWith({ inputResponses: answers.responses, requestState: outcome.result["requestState"] })
@@ -375,7 +385,11 @@ export const ToolCallsLive = Layer.scoped(
      * Through the backend's MCP client: for a tool that declares `Mcp-Param-*` headers (SEP-2243), which
      * the client builds from the tool's schema and the arguments.
      */
-    const viaClient = async (request: ToolCallRequest, tool: ExposedTool): Promise<ToolCallOutcome> => {
+    const viaClient = async (
+      request: ToolCallRequest,
+      tool: ExposedTool,
+      approved = false
+    ): Promise<ToolCallOutcome> => {
       const slot = backends.slots[tool.backend]!
       const target: ForwardTarget = {
         slot,
@@ -395,7 +409,7 @@ export const ToolCallsLive = Layer.scoped(
           request.signal,
           (signal) =>
             forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
-          stillAllowed(tool, request.arguments)
+          stillAllowed(tool, request.arguments, approved)
         )
         const exposed = callResult(result as Record<string, unknown>, namingOf(slot.config), false)
         return exposed === undefined || exposed === "input"
@@ -421,7 +435,7 @@ export const ToolCallsLive = Layer.scoped(
       const sent = { ...request, arguments: args }
       const deep = tooDeepPart(sent)
       if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
-      return tool.paramHeaders.length > 0 ? viaClient(sent, tool) : viaChannel(sent, tool)
+      return tool.paramHeaders.length > 0 ? viaClient(sent, tool, true) : viaChannel(sent, tool, true)
     }
 
     const runner: GatewayToolRunner = {
