@@ -9,6 +9,7 @@ import {
   callTool,
   deploy,
   type OpsBackend,
+  opsBackendConfig,
   person,
   resume,
   review,
@@ -370,5 +371,45 @@ describe("a rule that requires step-up", () => {
       redirect: "manual"
     })
     expect(stepUp.status).toBe(403)
+  })
+})
+
+describe("a configuration change after approval", () => {
+  it("withholds the cached result and upstream lookups, and refuses to resume, once the tool's rule changed (a reload)", async () => {
+    const changing = await startApprovalGateway(ops)
+    try {
+      const requester = await person(changing)
+      const reviewer = await person(changing, { approver: true, tools: false })
+      const cookie = (await browserOf(changing, reviewer.userId)).cookie
+      const completedId = opId()
+      const completed = approvalIdOf(
+        await deploy(changing, requester.token, { operation_id: completedId, environment: "dev" })
+      )
+      await review(changing, cookie, completed, "approve")
+      await resume(changing, requester.token, completed)
+      const waiting = approvalIdOf(
+        await deploy(changing, requester.token, { operation_id: opId(), environment: "dev" })
+      )
+      await review(changing, cookie, waiting, "approve")
+      expect((await statusOf(changing, requester.token, completed)).structuredContent?.["result"]).not.toBeNull()
+
+      await changing.reload({ backends: [opsBackendConfig(ops.url, { required_approvals: 2, risk_rules: [] })] })
+      const status = await statusOf(changing, requester.token, completed, true)
+      expect(status.structuredContent).toMatchObject({
+        state: "completed",
+        configuration_unchanged: false,
+        result: null,
+        upstream_observation: null
+      })
+      const refused = await resume(changing, requester.token, waiting)
+      expect(refused.structuredContent).toMatchObject({ error: "approval_configuration_changed" })
+      // Nothing was sent, and it stays approved (a reload back to the reviewed rule could still run it).
+      expect((await statusOf(changing, requester.token, waiting)).structuredContent).toMatchObject({
+        state: "approved"
+      })
+      expect(ops.executions.get(completedId)).toBe(1)
+    } finally {
+      await changing.close()
+    }
   })
 })
