@@ -54,6 +54,11 @@ export const requestRefusal = (outcome: Exclude<RequestOutcome, { _tag: "Pending
       return refusal("approval_conflict", outcome.message)
     case "Invalid":
       return refusal("operation_id_invalid", outcome.message)
+    case "TooLarge":
+      return refusal(
+        "approval_too_large",
+        "These arguments are too large to be reviewed (over 64 KiB as JSON); the write was not executed."
+      )
     case "TooMany":
       return refusal(
         "approval_limit",

@@ -5,6 +5,8 @@ import type { UserRow } from "../store/users.js"
 export interface Reviewer {
   readonly user: UserRow
   readonly approver: boolean
+  /** The namespace of the OpenID Connect / OAuth2 connection people sign in with now, if any. */
+  readonly upstreamNamespace: string | undefined
 }
 
 /** A reviewer's step-up for one approval: fresh OIDC authentication and the `acr` it asserted. */
@@ -19,11 +21,23 @@ export interface Refusal {
   readonly message: string
 }
 
-/** The subjects a person answers to in an `approvers[].subjects` list: their user id, and their sign-in name. */
-export const subjectsOf = (user: UserRow): ReadonlyArray<string> => [
-  user.id,
-  ...(user.kind === "enterprise" ? [user.external_subject ?? ""] : [user.username ?? ""]).filter((each) => each !== "")
-]
+/**
+ * Whether `approvers[].subjects` names this person (docs/approvals.md, "Policy"): their user id; a
+ * local account as `local:<username>`; an enterprise identity by its subject at the connection people
+ * sign in with now — never a subject of an older or another connection, where the same text may be
+ * someone else.
+ */
+export const listedIn = (subjects: ReadonlyArray<string>, reviewer: Reviewer): boolean => {
+  const { user } = reviewer
+  if (subjects.includes(user.id)) return true
+  if (user.kind !== "enterprise") return user.username !== null && subjects.includes(`local:${user.username}`)
+  return (
+    user.external_subject !== null &&
+    user.namespace !== null &&
+    user.namespace === reviewer.upstreamNamespace &&
+    subjects.includes(user.external_subject)
+  )
+}
 
 /** Whether `user` asked for this approval (builtin: the user id; external: the token's subject). */
 export const isRequester = (row: ApprovalRow, user: UserRow) =>
@@ -43,7 +57,7 @@ export const reviewRefusal = (
   if (!reviewer.approver) {
     return { reason: "not_approver", message: "Reviewing write approvals needs the approver role." }
   }
-  if (row.approvers.length > 0 && !subjectsOf(reviewer.user).some((subject) => row.approvers.includes(subject))) {
+  if (row.approvers.length > 0 && !listedIn(row.approvers, reviewer)) {
     return { reason: "not_listed", message: "This tool's approvals are reviewed by named reviewers only." }
   }
   if (action === "approve" && isRequester(row, reviewer.user)) {

@@ -3,14 +3,14 @@ import { Clock, Effect, Option } from "effect"
 import type { Caller } from "../bearer/caller.js"
 import type { ApprovalPolicy } from "../config/schema.js"
 import { Sealer } from "../crypto/sealer.js"
-import { securityEvent } from "../events/security-log.js"
+import { EventLimiter, securityEvent } from "../events/security-log.js"
 import { AccessState } from "../policy/access-state.js"
 import { ApprovalRepo, type ApprovalRow, type ApprovalState, type VoteRow } from "../store/approvals.js"
 import type { UserRow } from "../store/users.js"
 import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
 import { effectivePolicy } from "./policy.js"
 import { isRequester, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
-import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT } from "./settings.js"
+import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT, MAX_INTENT_BYTES } from "./settings.js"
 
 /** A write that needs approval, as ToolCalls hands it over after the PolicyEngine said NeedsApproval. */
 export interface ApprovalRequest {
@@ -30,6 +30,8 @@ export type RequestOutcome =
   | { readonly _tag: "Conflict"; readonly message: string }
   | { readonly _tag: "Invalid"; readonly message: string }
   | { readonly _tag: "TooMany" }
+  /** The intent is larger than a reviewer can be asked to read (`MAX_INTENT_BYTES`). */
+  | { readonly _tag: "TooLarge" }
 
 export type ReviewOutcome =
   | { readonly _tag: "Done"; readonly row: ApprovalRow }
@@ -50,6 +52,8 @@ const newApprovalId = () => `apr_${randomBytes(16).toString("base64url")}`
 const intentContext = (id: string) => `approval_intent:${id}`
 const resultContext = (id: string) => `approval_result:${id}`
 const decoder = new TextDecoder()
+/** Open approvals the review list reads at most. */
+const LIST_LIMIT = 2000
 
 /** The approval log line's fields: never arguments, results or secrets. */
 const fieldsOf = (row: ApprovalRow) => ({
@@ -72,6 +76,15 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     const sealer = yield* Sealer
     const access = yield* AccessState
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    // Events a caller or reviewer can repeat at will: at most 10 a minute per person, then `suppressed`.
+    const repeatable = new EventLimiter()
+    const limitedEvent = (key: string, event: string, fields: Readonly<Record<string, unknown>>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (ms) => {
+        const suppressed = repeatable.admit(`${event}|${key}`, ms)
+        return suppressed === undefined
+          ? Effect.void
+          : securityEvent(event, suppressed > 0 ? { ...fields, suppressed } : fields)
+      })
 
     /** A row read now: one past its deadline is expired first (the tick does the same for all). */
     const settle = (row: ApprovalRow, at: Date): Effect.Effect<ApprovalRow> => {
@@ -117,6 +130,10 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         arguments: input.arguments,
         metadata: { backend: input.backend, tool: input.tool, client_id: caller.clientId ?? null }
       }
+      const text = intentText(intent)
+      if (Buffer.byteLength(text) > MAX_INTENT_BYTES) {
+        return { _tag: "TooLarge" } satisfies RequestOutcome as RequestOutcome
+      }
       const hash = intentHash(intent)
       const id = newApprovalId()
       const at = yield* now
@@ -141,7 +158,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           tool: input.tool,
           exposedName: input.exposedName,
           sourceHash: input.sourceHash,
-          intentSealed: sealer.seal(intentText(intent), intentContext(id)),
+          intentSealed: sealer.seal(text, intentContext(id)),
           intentHash: hash,
           summary: summaryOf(input.arguments),
           requiredApprovals: policy.requiredApprovals,
@@ -154,6 +171,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         MAX_ACTIVE_PER_SUBJECT
       )
       const base = { subject: caller.subject, backend: input.backend, tool: input.tool }
+      const requester = `${caller.issuer}|${caller.subject}`
       switch (created._tag) {
         case "Created":
           yield* securityEvent("approval.requested", {
@@ -165,10 +183,14 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           })
           return { _tag: "Pending", row: created.row, created: true } satisfies RequestOutcome as RequestOutcome
         case "TooMany":
-          yield* securityEvent("approval.limit_reached", { ...base, active: created.active })
+          yield* limitedEvent(requester, "approval.limit_reached", { ...base, active: created.active })
           return { _tag: "TooMany" } satisfies RequestOutcome as RequestOutcome
         case "Spent":
-          yield* securityEvent("approval.conflict", { ...base, reason: "operation_id_spent", state: created.state })
+          yield* limitedEvent(requester, "approval.conflict", {
+            ...base,
+            reason: "operation_id_spent",
+            state: created.state
+          })
           return {
             _tag: "Conflict",
             message: `This operation id was already used (${created.state}); use a new operation id.`
@@ -176,7 +198,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         case "Existing": {
           const row = yield* settle(created.row, at)
           if (row.intent_hash !== hash) {
-            yield* securityEvent("approval.conflict", { ...fieldsOf(row), reason: "different_intent" })
+            yield* limitedEvent(requester, "approval.conflict", { ...fieldsOf(row), reason: "different_intent" })
             return {
               _tag: "Conflict",
               message:
@@ -184,7 +206,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
             } satisfies RequestOutcome as RequestOutcome
           }
           if (row.state !== "pending" && row.state !== "approved" && row.state !== "executing") {
-            yield* securityEvent("approval.conflict", { ...fieldsOf(row), reason: "operation_id_spent" })
+            yield* limitedEvent(requester, "approval.conflict", { ...fieldsOf(row), reason: "operation_id_spent" })
             return {
               _tag: "Conflict",
               message: `This operation id was already used (${row.state}); use a new operation id.`
@@ -225,7 +247,15 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     /** The resume's claim: of concurrent resumes of one approved write, exactly one gets `Claimed`. */
     const claim = Effect.fn("Approvals.claim")(function* (caller: Caller, id: string) {
       const row = yield* findOwn(caller, id)
-      if (row === undefined) return { _tag: "NotFound" } satisfies Claim as Claim
+      // Only the client that asked resumes (the intent names it): another client of the same person
+      // does not execute a write it never made.
+      if (row === undefined || row.client_id !== (caller.clientId ?? null)) {
+        return { _tag: "NotFound" } satisfies Claim as Claim
+      }
+      if (row.state === "approved") {
+        const checked = yield* withdrawStaleVotes(row)
+        if (checked.state !== "approved") return { _tag: "NotApproved", row: checked } satisfies Claim as Claim
+      }
       const claimed = yield* repo.claim(row.id, yield* now)
       if (Option.isNone(claimed)) {
         const current = yield* find(row.id)
@@ -264,9 +294,19 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     // ——— Reviewers (the review page) ———
 
     /** The signed-in person as a reviewer: enabled, active, holding the approver role now. */
-    const reviewerOf = Effect.fn("Approvals.reviewerOf")(function* (user: UserRow) {
-      const grant = yield* access.grantOfUser(user.id)
-      return { user, approver: grant?.active === true && grant.roles.has("approver") } satisfies Reviewer
+    /** Enabled, active in the directory, and holding the approver role now. */
+    const mayReview = (userId: string) =>
+      Effect.map(access.grantOfUser(userId), (grant) => grant?.active === true && grant.roles.has("approver"))
+
+    /**
+     * The signed-in person as a reviewer; `upstreamNamespace`: the OpenID Connect / OAuth2 connection
+     * people sign in with now (an `approvers` subject names someone there only).
+     */
+    const reviewerOf = Effect.fn("Approvals.reviewerOf")(function* (
+      user: UserRow,
+      upstreamNamespace: string | undefined
+    ) {
+      return { user, approver: yield* mayReview(user.id), upstreamNamespace } satisfies Reviewer
     })
 
     const detail = Effect.fn("Approvals.detail")(function* (id: string) {
@@ -275,21 +315,43 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       return { row, votes: yield* repo.votes(row.id) } satisfies ApprovalDetail
     })
 
-    /** What this reviewer may see on the review page: open approvals they may act on, and their own requests. */
+    /**
+     * What this reviewer may see on the review page: open approvals they may act on, and their own
+     * requests (the oldest `LIST_LIMIT` open ones are read; due ones expire first, in one update).
+     */
     const openFor = Effect.fn("Approvals.openFor")(function* (reviewer: Reviewer) {
-      const at = yield* now
-      const rows = yield* repo.listOpen(500)
-      const settled = yield* Effect.forEach(rows, (row) => settle(row, at))
-      return settled.filter(
-        (row) =>
-          (row.state === "pending" || row.state === "approved") &&
-          (reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user))
+      const expired = yield* repo.expireDue(yield* now)
+      for (const row of expired) yield* securityEvent("approval.expired", fieldsOf(row))
+      const rows = yield* repo.listOpen(LIST_LIMIT)
+      return rows.filter(
+        (row) => reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user)
       )
     })
 
+    /**
+     * Votes count only while their reviewers may review: the voters of `row` who no longer hold the
+     * approver role (or are disabled, or inactive in the directory) are withdrawn — a pending approval
+     * loses their votes, an approved one goes back to pending. The row as it is afterwards.
+     */
+    const withdrawStaleVotes = (row: ApprovalRow) =>
+      Effect.gen(function* () {
+        const votes = yield* repo.votes(row.id)
+        const stale: Array<string> = []
+        for (const vote of votes) if (!(yield* mayReview(vote.reviewer_id))) stale.push(vote.reviewer_id)
+        if (stale.length === 0) return row
+        const after = (yield* repo.withdrawVotes(row.id, stale)) ?? row
+        yield* securityEvent("approval.votes_withdrawn", { ...fieldsOf(after), reviewers: stale })
+        return after
+      })
+
     const refused = (row: ApprovalRow, reviewer: Reviewer, action: string, reason: string, message: string) =>
       Effect.as(
-        securityEvent("approval.review_refused", { ...fieldsOf(row), reviewer: reviewer.user.id, action, reason }),
+        limitedEvent(reviewer.user.id, "approval.review_refused", {
+          ...fieldsOf(row),
+          reviewer: reviewer.user.id,
+          action,
+          reason
+        }),
         { _tag: "Refused", reason, message } satisfies ReviewOutcome as ReviewOutcome
       )
 
@@ -323,7 +385,11 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           )
         }
       }
-      // The page showed one intent; a vote counts only for exactly that one.
+      // The page showed one intent; a vote counts only for exactly that one, and only if it opens.
+      const shown = yield* intentOf(row)
+      if (shown === undefined || intentHash(shown) !== row.intent_hash) {
+        return yield* refused(row, reviewer, "approve", "intent_unreadable", "The request's arguments cannot be shown.")
+      }
       if (expectedIntent !== row.intent_hash) {
         return yield* refused(
           row,
@@ -333,6 +399,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           "The request changed since the page was shown."
         )
       }
+      yield* withdrawStaleVotes(row)
       const voted = yield* repo.vote(
         row.id,
         {

@@ -25,3 +25,6 @@ export const approvalSettingsOf = (config: GatewayConfig): ApprovalSettings => (
 
 /** At most this many approvals are active (pending, approved or executing) per issuer and subject. */
 export const MAX_ACTIVE_PER_SUBJECT = 20
+
+/** The largest intent (normalized arguments and metadata, as JSON) an approval is opened for: what a reviewer can read. */
+export const MAX_INTENT_BYTES = 64 * 1024

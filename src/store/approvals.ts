@@ -104,6 +104,33 @@ export type Voted =
   | { readonly _tag: "NotPending"; readonly row: ApprovalRow | undefined }
 
 const Count = Schema.Struct({ n: Schema.Int })
+
+/** Every column but the sealed ones (`intent_sealed`, `result_sealed`). */
+const LIST_COLUMNS = [
+  "id",
+  "operation_key",
+  "issuer",
+  "subject",
+  "client_id",
+  "backend",
+  "tool",
+  "exposed_name",
+  "source_hash",
+  "intent_hash",
+  "summary",
+  "required_approvals",
+  "require_step_up",
+  "approvers",
+  "risk",
+  "state",
+  "created_at",
+  "expires_at",
+  "approved_at",
+  "execute_by",
+  "finished_at",
+  "decided_by",
+  "revision"
+].join(", ")
 const Tombstone = Schema.Struct({ state: Schema.String })
 
 /**
@@ -146,11 +173,16 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     const findById = Effect.fn("ApprovalRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
     const votes = Effect.fn("ApprovalRepo.votes")((id: string) => votesOf(id).pipe(Effect.orDie))
 
-    /** The requester's lock for the length of the transaction (PostgreSQL; SQLite has one writer). */
+    /**
+     * The requester's lock for the length of the transaction (PostgreSQL; SQLite has one writer). The
+     * name is JSON (unambiguous, and free of NUL, which a PostgreSQL text parameter cannot carry).
+     */
     const lockRequester = (issuer: string, subject: string) =>
       sql.onDialectOrElse({
         pg: () =>
-          sql`SELECT pg_advisory_xact_lock(hashtext(${`approvals:${issuer}\u0000${subject}`}))`.pipe(Effect.asVoid),
+          sql`SELECT pg_advisory_xact_lock(hashtext(${JSON.stringify(["approvals", issuer, subject])}))`.pipe(
+            Effect.asVoid
+          ),
         orElse: () => Effect.void
       })
 
@@ -281,7 +313,9 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
 
     /** What reviewers may act on: pending and approved, oldest first. */
     const listOpen = Effect.fn("ApprovalRepo.listOpen")(function* (limit: number) {
-      return yield* sql`SELECT * FROM approvals WHERE state IN ('pending', 'approved')
+      // Never the sealed intent or result: a list reads many rows, and shows neither.
+      return yield* sql`SELECT ${sql.literal(LIST_COLUMNS)}, NULL AS intent_sealed, NULL AS result_sealed
+        FROM approvals WHERE state IN ('pending', 'approved')
         ORDER BY created_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
     })
 
@@ -311,6 +345,39 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
       return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
 
-    return { create, findById, votes, vote, finish, claim, release, expireDue, interrupted, listOpen, purge } as const
+    /**
+     * Votes of reviewers who may no longer review stop counting: on a pending approval they are
+     * removed; an approved one whose quorum depended on them goes back to pending (its execution
+     * deadline cleared) without them. The row, as it is now.
+     */
+    const withdrawVotes = Effect.fn("ApprovalRepo.withdrawVotes")(function* (
+      id: string,
+      reviewerIds: ReadonlyArray<string>
+    ) {
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`UPDATE approvals SET state = 'pending', approved_at = NULL, execute_by = NULL,
+          revision = revision + 1 WHERE id = ${id} AND state IN ('pending', 'approved')
+          RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        if (rows[0] === undefined) return Option.getOrUndefined(yield* byId(id))
+        yield* sql`DELETE FROM approval_votes WHERE approval_id = ${id} AND reviewer_id IN ${sql.in(reviewerIds)}`
+        return rows[0]
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
+    })
+
+    return {
+      create,
+      findById,
+      votes,
+      vote,
+      finish,
+      claim,
+      release,
+      expireDue,
+      interrupted,
+      listOpen,
+      purge,
+      withdrawVotes
+    } as const
   })
 }) {}

@@ -2,7 +2,10 @@
  * docs/approvals.md end to end: a real backend, the real gateway and stored policy, real MCP clients and
  * the review page over HTTP. What the backend counts is what reached it.
  */
+import { Clock, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PolicyWrites } from "../../src/policy/writes.js"
+import { UserRepo } from "../../src/store/users.js"
 import {
   approvalIdOf,
   browserOf,
@@ -18,7 +21,41 @@ import {
   startOps,
   statusOf
 } from "../support/approvals.js"
+import { grantAccessTo, testActor } from "../support/grants.js"
+import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import type { TestGateway } from "../support/mcp-gateway.js"
+
+/** An administrator disables `userId` (their votes stop counting). */
+const disable = (userId: string) =>
+  Effect.gen(function* () {
+    const user = Option.getOrThrow(yield* (yield* UserRepo).findById(userId))
+    yield* (yield* PolicyWrites).updateUser(testActor, userId, user.revision, { enabled: false })
+  })
+
+/** A local account named `username`, holding the approver role. */
+const localApprover = (username: string) =>
+  Effect.gen(function* () {
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const id = yield* (yield* UserRepo).insertLocal({ kind: "local", username, displayName: username, at })
+    yield* grantAccessTo(id, [], { roles: ["approver"] })
+    return id
+  })
+
+/** An enabled enterprise identity of `namespace`, holding the approver role. */
+const enterpriseApprover = (namespace: string, subject: string) =>
+  Effect.gen(function* () {
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const id = yield* (yield* UserRepo).insertEnterprise({
+      namespace,
+      externalSubject: subject,
+      displayName: subject,
+      at
+    })
+    const user = Option.getOrThrow(yield* (yield* UserRepo).findById(id))
+    yield* (yield* PolicyWrites).updateUser(testActor, id, user.revision, { enabled: true })
+    yield* grantAccessTo(id, [], { roles: ["approver"] })
+    return id
+  })
 
 let ops: OpsBackend
 let gateway: TestGateway
@@ -278,6 +315,38 @@ describe("resume", () => {
     expect(reuse.structuredContent).toMatchObject({ error: "approval_conflict" })
   })
 
+  it("a resume carrying its own requestState and inputResponses sends the backend only the reviewed arguments", async () => {
+    const { requester, id, approvalId } = await approvedFor()
+    const body = {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: {
+        name: "gateway_resume_approval",
+        arguments: { approval_id: approvalId },
+        requestState: "INJECTED-STATE",
+        inputResponses: { confirm: { action: "accept", content: { environment: "production", force: true } } },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1.0.0" },
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: {} }
+        }
+      }
+    }
+    const answer = await rawPost(gateway.mcpUrl, JSON.stringify(body), {
+      authorization: `Bearer ${requester.token}`,
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "gateway_resume_approval"
+    })
+    expect(JSON.stringify(await jsonRpcOf(answer))).toContain('"deployed":"5"')
+    const sent = ops.received.filter((text) => text.includes(`"${id}"`) && text.includes('"deploy"'))
+    expect(sent).toHaveLength(1)
+    expect(sent[0]).not.toContain("INJECTED")
+    expect(sent[0]).not.toContain("inputResponses")
+    expect(ops.executions.get(id)).toBe(1)
+  })
+
   it("someone else cannot resume (or see) another person's approval", async () => {
     const { id, approvalId } = await approvedFor()
     const other = await person(gateway)
@@ -410,6 +479,78 @@ describe("a configuration change after approval", () => {
       expect(ops.executions.get(completedId)).toBe(1)
     } finally {
       await changing.close()
+    }
+  })
+})
+
+describe("votes count only while their reviewers may review", () => {
+  it("a reviewer disabled after voting no longer counts: quorum 2 needs another vote, and an approved write goes back to pending before it runs", async () => {
+    const requester = await person(gateway)
+    const first = await person(gateway, { approver: true, tools: false })
+    const second = await person(gateway, { approver: true, tools: false })
+    const third = await person(gateway, { approver: true, tools: false })
+    const id = opId()
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: id, environment: "production" })
+    )
+    await review(gateway, (await browserOf(gateway, first.userId)).cookie, approvalId, "approve")
+    await gateway.run(disable(first.userId))
+    await review(gateway, (await browserOf(gateway, second.userId)).cookie, approvalId, "approve")
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      state: "pending",
+      approvals: 1
+    })
+    await review(gateway, (await browserOf(gateway, third.userId)).cookie, approvalId, "approve")
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      state: "approved"
+    })
+    // The second reviewer loses the role before the resume: the write does not run and waits again.
+    await gateway.run(disable(second.userId))
+    const refused = await resume(gateway, requester.token, approvalId)
+    expect(refused.structuredContent).toMatchObject({ error: "approval_not_approved" })
+    expect((await statusOf(gateway, requester.token, approvalId)).structuredContent).toMatchObject({
+      state: "pending",
+      approvals: 1,
+      execute_by: null
+    })
+    expect(ops.executions.get(id)).toBeUndefined()
+  })
+
+  it("only the client that asked can resume", async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const id = opId()
+    const approvalId = approvalIdOf(await deploy(gateway, requester.token, { operation_id: id, environment: "dev" }))
+    await review(gateway, (await browserOf(gateway, reviewer.userId)).cookie, approvalId, "approve")
+    const otherClient = await gateway.token({ subject: requester.userId, clientId: "another-client" })
+    expect((await resume(gateway, otherClient, approvalId)).structuredContent).toMatchObject({
+      error: "approval_not_found"
+    })
+    expect(ops.executions.get(id)).toBeUndefined()
+  })
+})
+
+describe("a rule naming its approvers", () => {
+  it("names a local account as local:<username> and a person by user id; a bare name matches no local account, and a subject of another connection matches nobody", async () => {
+    const named = await startApprovalGateway(ops, { approvers: [{ subjects: ["local:rita", "alice"] }] })
+    try {
+      const requester = await person(named)
+      const answer = await deploy(named, requester.token, { operation_id: opId(), environment: "dev" })
+      const approvalId = approvalIdOf(answer)
+      const rita = await named.run(localApprover("rita"))
+      const alice = await named.run(localApprover("alice"))
+      const elsewhere = await named.run(enterpriseApprover("oidc:another-connection", "alice"))
+      for (const outsider of [alice, elsewhere]) {
+        const browser = await browserOf(named, outsider)
+        expect((await reviewPage(named, browser.cookie, approvalId)).status).toBe(404)
+        expect((await review(named, browser.cookie, approvalId, "approve", { csrf: browser.csrf })).status).toBe(403)
+      }
+      expect((await review(named, (await browserOf(named, rita)).cookie, approvalId, "approve")).status).toBe(303)
+      expect((await statusOf(named, requester.token, approvalId)).structuredContent).toMatchObject({
+        state: "approved"
+      })
+    } finally {
+      await named.close()
     }
   })
 })

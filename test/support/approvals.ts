@@ -19,6 +19,8 @@ export interface OpsBackend extends TestBackend {
   readonly executions: Map<string, number>
   /** `delayMs`: how long `deploy` takes before answering (0: at once). */
   readonly control: { delayMs: number }
+  /** Every JSON-RPC body the backend received, as text. */
+  readonly received: Array<string>
 }
 
 export const startOps = async (): Promise<OpsBackend> => {
@@ -60,8 +62,14 @@ export const startOps = async (): Promise<OpsBackend> => {
       })
     )
   }
-  const backend = await startBackend("ops", register)
-  return Object.assign(backend, { executions, control: state })
+  const received: Array<string> = []
+  const backend = await startBackend("ops", register, {
+    intercept: (body) => {
+      received.push(JSON.stringify(body))
+      return undefined
+    }
+  })
+  return Object.assign(backend, { executions, control: state, received })
 }
 
 /** The approval rule the tests start from; `approval` overrides its keys. */

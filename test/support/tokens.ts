@@ -24,6 +24,8 @@ export interface TokenOptions {
   readonly expiresInSeconds?: number
   readonly audience?: string
   readonly issuer?: string
+  /** The OAuth client the token was issued to (`client_id`); default `test-client`. */
+  readonly clientId?: string
 }
 
 export const mintAccessToken = (signer: Signer, config: GatewayConfig, options: TokenOptions = {}) =>
@@ -31,7 +33,7 @@ export const mintAccessToken = (signer: Signer, config: GatewayConfig, options: 
     signer.sign(
       {
         scope: (options.scopes ?? []).join(" "),
-        client_id: "test-client",
+        client_id: options.clientId ?? "test-client",
         sid: options.sessionId ?? "test-session"
       },
       {

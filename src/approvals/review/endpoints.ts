@@ -23,6 +23,17 @@ import { detailPage, listPage, type ReviewItem } from "./pages.js"
 
 const APPROVAL_ID = /^apr_[A-Za-z0-9_-]{22}$/
 
+/**
+ * Characters that are invisible or reorder what a reviewer reads (bidirectional controls, zero-width
+ * and other format characters, separators, private-use and unassigned code points), shown as `\uXXXX`
+ * so the page shows exactly what the backend will get. Newlines are the JSON's own layout.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/gu
+const visibleText = (text: string) =>
+  text.replace(HIDDEN, (char) =>
+    char === "\n" ? char : [...char].map((one) => `\\u${one.codePointAt(0)!.toString(16).padStart(4, "0")}`).join("")
+  )
+
 const fail = (response: HttpServerResponse.HttpServerResponse) => Effect.fail(new PageResponse({ response }))
 const notFound = () => fail(messagePage("Not found", "No such approval, or it is not yours to review.", 404))
 
@@ -35,7 +46,8 @@ const requireReviewer = (next: string) =>
   Effect.gen(function* () {
     const signedIn = yield* currentSignIn(yield* authSettings)
     if (Option.isNone(signedIn)) return yield* fail(seeOther(`/sso?next=${encodeURIComponent(next)}`))
-    const reviewer = yield* (yield* Approvals).reviewerOf(signedIn.value.user)
+    const connection = yield* (yield* UpstreamSignIn).current
+    const reviewer = yield* (yield* Approvals).reviewerOf(signedIn.value.user, connection?.namespace)
     return { signedIn: signedIn.value, reviewer }
   })
 
@@ -91,7 +103,9 @@ export const detailEndpoint = answerPage(
     const pending = row.state === "pending"
     const voted = votes.some((vote) => vote.reviewer_id === reviewer.user.id)
     const refusal = reviewRefusal(row, reviewer, "approve")
-    let approve = pending && refusal === undefined && !voted
+    const intent = yield* approvals.intentOf(row)
+    // Nobody approves what the page cannot show.
+    let approve = pending && refusal === undefined && !voted && intent !== undefined
     let stepUpUrl: string | undefined
     let approveBlocked: string | undefined = pending
       ? voted
@@ -111,13 +125,13 @@ export const detailEndpoint = answerPage(
         }
       }
     }
-    const intent = yield* approvals.intentOf(row)
     const url = new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://gateway.invalid")
     const done = url.searchParams.get("done") ?? ""
+    const notice = Object.hasOwn(notices, done) ? notices[done] : undefined
     return detailPage(
       yield* itemOf(row, reviewer),
       votes,
-      intent === undefined ? undefined : JSON.stringify(intent.arguments, null, 2),
+      intent === undefined ? undefined : visibleText(JSON.stringify(intent.arguments, null, 2)),
       {
         csrf,
         approve,
@@ -126,7 +140,7 @@ export const detailEndpoint = answerPage(
         reject: pending && reviewRefusal(row, reviewer, "reject") === undefined,
         revoke: row.state === "approved" && reviewRefusal(row, reviewer, "revoke") === undefined
       },
-      notices[done]
+      notice
     )
   })
 ).pipe(Effect.withSpan("approvals.detailEndpoint"))

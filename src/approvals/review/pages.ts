@@ -69,7 +69,8 @@ ${notice === undefined ? "" : html`<p class="notice" id="notice">${notice}</p>`}
 <tr><td>${row.state === "approved" ? "Execute by" : "Expires"}</td><td>${when(row.state === "approved" ? row.execute_by : row.expires_at)}</td></tr>
 </table>
 <h2>Arguments</h2>
-${args === undefined ? html`<p class="muted">Not available.</p>` : html`<pre id="arguments">${args}</pre>`}
+${args === undefined ? html`<p class="muted">Not available: it cannot be approved.</p>` : html`<pre id="arguments" dir="ltr">${args}</pre>`}
+${args?.includes("\\u") === true ? html`<p class="error" id="hidden-characters">The arguments contain escapes or invisible, direction-changing characters (shown as \\uXXXX): read them carefully.</p>` : ""}
 <p class="muted">Intent <code>${row.intent_hash.slice(0, 16)}</code>: your approval counts for exactly these arguments.</p>
 ${actions.approve ? button(row.id, "approve", "Approve", actions.csrf, html`<input type="hidden" name="intent" value="${row.intent_hash}">`) : ""}
 ${actions.stepUpUrl === undefined ? "" : html`<p><a class="button" id="step-up" href="${actions.stepUpUrl}">Confirm with your identity provider to approve</a></p>`}

@@ -34,7 +34,8 @@ export const finishStepUp = (
         ? "other_person"
         : identity.acr === undefined || !settings.stepUpAcrValues.includes(identity.acr)
           ? "acr_not_accepted"
-          : authTime === undefined || now - authTime > settings.stepUpMaxAgeMs
+          : // A time in the future (beyond a minute of clock skew) would stretch the evidence's life.
+            authTime === undefined || now - authTime > settings.stepUpMaxAgeMs || authTime > now + 60_000
             ? "not_fresh"
             : undefined
     if (reason !== undefined) {

@@ -430,9 +430,24 @@ export const ToolCallsLive = Layer.scoped(
       }
     }
 
-    /** One execution of a backend tool with `args`, decided by the caller (a gateway tool). */
+    /**
+     * One execution of a backend tool with `args`, decided by the caller (a gateway tool). Only the
+     * arguments given go to the backend: nothing else of the gateway tool's own request (its
+     * `inputResponses`, `requestState`, the caller's answers to input requests) — an approved write runs
+     * with exactly what was reviewed, and a backend asking for input mid-way is not relayed.
+     */
     const execute = (request: ToolCallRequest, tool: ExposedTool, args: Record<string, unknown>) => {
-      const sent = { ...request, arguments: args }
+      const sent: ToolCallRequest = {
+        view: request.view,
+        name: tool.key,
+        arguments: args,
+        requestId: request.requestId,
+        signal: request.signal,
+        deadline: request.deadline,
+        ...(request.onProgress === undefined ? {} : { onProgress: request.onProgress }),
+        ...(request.onLog === undefined ? {} : { onLog: request.onLog }),
+        ...(request.logLevel === undefined ? {} : { logLevel: request.logLevel })
+      }
       const deep = tooDeepPart(sent)
       if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
       return tool.paramHeaders.length > 0 ? viaClient(sent, tool, true) : viaChannel(sent, tool, true)
