@@ -374,7 +374,9 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           stepUp !== undefined &&
           stepUp.approvalId === row.id &&
           settings.stepUpAcrValues.includes(stepUp.acr) &&
-          at.getTime() - stepUp.authTime <= settings.stepUpMaxAgeMs
+          at.getTime() - stepUp.authTime <= settings.stepUpMaxAgeMs &&
+          // An authentication "in the future" (beyond a minute of clock skew) is not evidence of freshness.
+          stepUp.authTime <= at.getTime() + 60_000
         if (!fresh) {
           return yield* refused(
             row,

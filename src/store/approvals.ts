@@ -104,6 +104,12 @@ export type Voted =
   | { readonly _tag: "NotPending"; readonly row: ApprovalRow | undefined }
 
 const Count = Schema.Struct({ n: Schema.Int })
+const Purged = Schema.Struct({
+  id: Schema.String,
+  operation_key: Schema.NullOr(Schema.String),
+  state: Schema.String,
+  finished_at: Schema.NullOr(StoredTimestamp)
+})
 
 /** Every column but the sealed ones (`intent_sealed`, `result_sealed`). */
 const LIST_COLUMNS = [
@@ -326,8 +332,10 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     const purge = Effect.fn("ApprovalRepo.purge")(function* (before: Date, batch: number) {
       const stamp = toStoredTimestamp(before)
       const attempt = Effect.gen(function* () {
-        const rows = yield* sql`SELECT * FROM approvals WHERE state IN ${sql.in(finishedStates)}
-          AND finished_at < ${stamp} ORDER BY finished_at LIMIT ${batch}`.pipe(Effect.flatMap(decodeRows))
+        // Only what a tombstone keeps: the sealed columns stay on disk, unread.
+        const rows = yield* sql`SELECT id, operation_key, state, finished_at FROM approvals
+          WHERE state IN ${sql.in(finishedStates)} AND finished_at < ${stamp}
+          ORDER BY finished_at LIMIT ${batch}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(Purged))))
         if (rows.length === 0) return 0
         const keyed = rows.filter((row) => row.operation_key !== null)
         if (keyed.length > 0) {
@@ -348,19 +356,30 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     /**
      * Votes of reviewers who may no longer review stop counting: on a pending approval they are
      * removed; an approved one whose quorum depended on them goes back to pending (its execution
-     * deadline cleared) without them. The row, as it is now.
+     * deadline cleared) without them. The row, as it is now. Like `vote`, the first UPDATE locks the
+     * row (PostgreSQL), and the quorum is counted after the removal: a withdrawal that comes late —
+     * its votes already gone, and the approval approved again by others — changes nothing.
      */
     const withdrawVotes = Effect.fn("ApprovalRepo.withdrawVotes")(function* (
       id: string,
       reviewerIds: ReadonlyArray<string>
     ) {
       const attempt = Effect.gen(function* () {
-        const rows = yield* sql`UPDATE approvals SET state = 'pending', approved_at = NULL, execute_by = NULL,
-          revision = revision + 1 WHERE id = ${id} AND state IN ('pending', 'approved')
-          RETURNING *`.pipe(Effect.flatMap(decodeRows))
-        if (rows[0] === undefined) return Option.getOrUndefined(yield* byId(id))
-        yield* sql`DELETE FROM approval_votes WHERE approval_id = ${id} AND reviewer_id IN ${sql.in(reviewerIds)}`
-        return rows[0]
+        if (reviewerIds.length === 0) return Option.getOrUndefined(yield* byId(id))
+        const locked = yield* sql`UPDATE approvals SET revision = revision + 1
+          WHERE id = ${id} AND state IN ('pending', 'approved') RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        const row = locked[0]
+        if (row === undefined) return Option.getOrUndefined(yield* byId(id))
+        const removed = yield* sql`DELETE FROM approval_votes WHERE approval_id = ${id}
+          AND reviewer_id IN ${sql.in(reviewerIds)} RETURNING reviewer_id`
+        if (removed.length === 0 || row.state !== "approved") return row
+        const left = yield* countOf(
+          yield* sql`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM approval_votes WHERE approval_id = ${id}`
+        )
+        if (left >= row.required_approvals) return row
+        const back = yield* sql`UPDATE approvals SET state = 'pending', approved_at = NULL, execute_by = NULL,
+          revision = revision + 1 WHERE id = ${id} AND state = 'approved' RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        return back[0] ?? row
       })
       return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
