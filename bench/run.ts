@@ -1,27 +1,23 @@
 import { readFileSync } from "node:fs"
 import { arch, availableParallelism, cpus, loadavg, platform } from "node:os"
-import * as authRefresh from "./auth-refresh.js"
-import * as authVerify from "./auth-verify.js"
-import * as directory from "./directory.js"
-import * as enterpriseSignIn from "./enterprise-sign-in.js"
-import * as healthz from "./healthz.js"
-import * as mcp from "./mcp.js"
-import * as policy from "./policy.js"
-import * as startup from "./startup.js"
 import { ensureBuilt, projectRoot } from "./support/build.js"
 import type { Suite } from "./support/suite.js"
 import { formatTable } from "./support/table.js"
 
-/** Every suite, in run order. A new suite is a file exporting `name` and `run`, added here. */
-const suites: ReadonlyArray<Suite> = [
-  startup,
-  healthz,
-  mcp,
-  policy,
-  authVerify,
-  authRefresh,
-  enterpriseSignIn,
-  directory
+/**
+ * Every suite, in run order: its name and its file (`bench/<name>.ts`, exporting `name` and `run`), added
+ * here. Only the suites picked are imported, so one suite whose imports fail does not stop the others.
+ */
+const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promise<Suite> }> = [
+  { name: "startup", load: () => import("./startup.js") },
+  { name: "healthz", load: () => import("./healthz.js") },
+  { name: "mcp", load: () => import("./mcp.js") },
+  { name: "policy", load: () => import("./policy.js") },
+  { name: "auth-verify", load: () => import("./auth-verify.js") },
+  { name: "auth-refresh", load: () => import("./auth-refresh.js") },
+  { name: "enterprise-sign-in", load: () => import("./enterprise-sign-in.js") },
+  { name: "directory", load: () => import("./directory.js") },
+  { name: "approvals", load: () => import("./approvals.js") }
 ]
 
 const picked = process.argv.slice(2)
@@ -55,7 +51,9 @@ for (const suite of selected) {
   const from = performance.now()
   process.stderr.write(`bench: ${suite.name}…\n`)
   try {
-    const table = await suite.run()
+    const loaded = await suite.load()
+    if (loaded.name !== suite.name) throw new Error(`bench/${suite.name}.ts exports the name "${loaded.name}"`)
+    const table = await loaded.run()
     process.stdout.write(`\n${formatTable(table)}\n`)
   } catch (error) {
     failed = true

@@ -36,7 +36,7 @@ const initAdmin = (
 
 describe("gateway init-admin", () => {
   // Policy details (password length, what --reset-mfa keeps) are covered in test/identity/admin.test.ts.
-  // Six processes, each starting tsx: a longer timeout for busy machines.
+  // Six processes in a row, three of them hashing a password (scrypt): about 10 s on a busy 2-core machine.
   it("creates the administrator once, shows the generated password once, then recovers it", async () => {
     const noKey = await initAdmin([], undefined, {})
     expect(noKey.code).toBe(1)
@@ -66,5 +66,5 @@ describe("gateway init-admin", () => {
     expect(generated.code).toBe(0)
     expect(generated.stdout).toContain("Its second factor was cleared")
     expect(generated.stdout).toMatch(/Password \(shown once, store it now\): [A-Za-z0-9_-]{24}/)
-  }, 120_000)
+  }, 60_000)
 })

@@ -7,7 +7,7 @@
  */
 import { readFileSync, statSync } from "node:fs"
 import type { Server } from "node:http"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/client"
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
 import type { Browser as Chromium } from "playwright-core"
@@ -16,9 +16,14 @@ import { SESSION_ENDED_CODE } from "../../src/connect/relay.js"
 import { startDemoBackend } from "../../src/demo/serve.js"
 import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
 import { launchChromium } from "../support/browser.js"
-import { freePort, type GatewayProcess, runGatewayCommand, startGateway } from "../support/gateway-process.js"
+import {
+  freePort,
+  type GatewayProcess,
+  gatewayExecutable,
+  runGatewayCommand,
+  startGateway
+} from "../support/gateway-process.js"
 
-const root = resolve(import.meta.dirname, "../..")
 const password = "administrator's long passphrase"
 const cleanup: Array<() => Promise<unknown>> = []
 let gateway: GatewayProcess
@@ -70,16 +75,7 @@ afterAll(async () => {
 /** How an MCP client is told to start the bridge (any SDK's stdio transport takes these). */
 const serverParameters = (credentials: string) => ({
   command: process.execPath,
-  args: [
-    "--import",
-    join(root, "node_modules/tsx/dist/loader.mjs"),
-    join(root, "src/main.ts"),
-    "connect",
-    `${gateway.baseUrl}/mcp`,
-    "--no-browser",
-    "--credentials",
-    credentials
-  ],
+  args: [gatewayExecutable(), "connect", `${gateway.baseUrl}/mcp`, "--no-browser", "--credentials", credentials],
   env: { PATH: process.env["PATH"] ?? "", HOME: gateway.dir },
   stderr: "pipe" as const
 })

@@ -5,10 +5,24 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
 const root = resolve(import.meta.dirname, "../..")
-const testEntry = join(root, "test/support/serve-for-tests.ts")
-const mainEntry = join(root, "src/main.ts")
-// Absolute, because the child's working directory is a temp dir without node_modules.
-const tsxLoader = join(root, "node_modules/tsx/dist/loader.mjs")
+
+/**
+ * The `gateway` executable as built for this run (test/support/gateway-bundle.ts, a vitest globalSetup):
+ * `main.js` is dist/main.js from the current sources, `serve-for-tests.js` the same with one test-only route.
+ */
+// Loaded only under vitest: the benchmarks import this file's helpers (freePort) outside it, where
+// importing vitest throws.
+const vitest = process.env["VITEST"] === undefined ? undefined : await import("vitest")
+
+const bundled = (entry: "main" | "serve-for-tests") => {
+  const dir = vitest?.inject("gatewayBundle")
+  if (dir === undefined)
+    throw new Error("no gateway bundle: run the tests with vitest.config.ts (its globalSetup builds it)")
+  return join(dir, `${entry}.js`)
+}
+
+/** The path of `gateway` itself (dist/main.js built from the current sources), for `node <path> <args>`. */
+export const gatewayExecutable = (): string => bundled("main")
 
 export const newConfigKey = () => randomBytes(32).toString("base64")
 
@@ -18,13 +32,13 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/** Runs the `gateway` executable (through tsx) to completion. */
+/** Runs the `gateway` executable to completion. */
 export const runGatewayCommand = (
   args: ReadonlyArray<string>,
   options: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; stdin?: string } = {}
 ): Promise<RunResult> =>
   new Promise((done, fail) => {
-    const child = spawn(process.execPath, ["--import", tsxLoader, mainEntry, ...args], {
+    const child = spawn(process.execPath, [gatewayExecutable(), ...args], {
       cwd: options.cwd ?? root,
       env: cleanEnv(options.env),
       stdio: ["pipe", "pipe", "pipe"]
@@ -93,7 +107,7 @@ export const startGateway = async (options: {
   writeFileSync(configFile, /^admin:/m.test(text) ? text : `${text}\nadmin: { listen: "127.0.0.1:${adminPort}" }\n`)
   const child = spawn(
     process.execPath,
-    ["--import", tsxLoader, testEntry, "serve", "--config", configFile, ...(options.args ?? [])],
+    [bundled("serve-for-tests"), "serve", "--config", configFile, ...(options.args ?? [])],
     {
       cwd: dir,
       env: cleanEnv({ GATEWAY_CONFIG_KEY: newConfigKey(), ...options.env }),

@@ -55,7 +55,10 @@ export default Effect.gen(function* () {
   )`
   // One per spent operation id, kept for ever: on SQLite without a rowid, so the 64-character key is
   // stored once (the table is its own key index: ~110 instead of ~190 bytes a tombstone).
-  const withoutRowid = sql.onDialectOrElse({ sqlite: () => sql.literal("WITHOUT ROWID"), orElse: () => sql.literal("") })
+  const withoutRowid = sql.onDialectOrElse({
+    sqlite: () => sql.literal("WITHOUT ROWID"),
+    orElse: () => sql.literal("")
+  })
   yield* sql`CREATE TABLE approval_tombstones (
     operation_key TEXT PRIMARY KEY,
     state TEXT NOT NULL,
