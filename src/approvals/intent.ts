@@ -32,6 +32,10 @@ export const canonicalJson = (value: unknown): string => {
 export const intentText = (intent: Intent): string => canonicalJson(intent)
 export const intentHash = (intent: Intent): string => sha256Hex(intentText(intent))
 
+/** An approval's id: `apr_` and 128 random bits in base64url (22 characters). */
+export const APPROVAL_ID_PATTERN = "apr_[A-Za-z0-9_-]{22}"
+export const APPROVAL_ID = new RegExp(`^${APPROVAL_ID_PATTERN}$`)
+
 /** Letters, digits, `.`, `_`, `:` and `-`, 1 to 128 of them. */
 export const OPERATION_ID = /^[A-Za-z0-9._:-]{1,128}$/
 

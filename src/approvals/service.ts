@@ -160,7 +160,6 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           sourceHash: input.sourceHash,
           intentSealed: sealer.seal(text, intentContext(id)),
           intentHash: hash,
-          summary: summaryOf(input.arguments),
           requiredApprovals: policy.requiredApprovals,
           requireStepUp: policy.requireStepUp,
           approvers: policy.approvers,
@@ -483,10 +482,3 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     } as const
   })
 }) {}
-
-/** A short description for the log and the review list: argument names, never values. */
-const summaryOf = (args: Record<string, unknown>): string => {
-  const names = Object.keys(args).sort()
-  const shown = names.slice(0, 8).join(", ")
-  return names.length > 8 ? `${shown}, …` : shown
-}

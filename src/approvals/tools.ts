@@ -7,13 +7,11 @@ import { type GatewayTool, type GatewayToolRunner, GatewayTools } from "../mcp/c
 import type { ExposedTool } from "../mcp/catalog/index.js"
 import type { ApprovalRow } from "../store/approvals.js"
 import { approvalUrlOf, RESUME_TOOL, refusal, STATUS_TOOL, statusResult } from "./answers.js"
+import { APPROVAL_ID } from "./intent.js"
 import { Approvals } from "./service.js"
 import { sourceHashOf } from "./source.js"
 
 const result = (value: Record<string, unknown>): ToolCallOutcome => ({ _tag: "Result", result: value })
-
-/** `approval_id`: what the pending answer gave (`apr_` and 22 base64url characters). */
-const APPROVAL_ID = /^apr_[A-Za-z0-9_-]{22}$/
 
 const approvalIdOf = (args: Record<string, unknown> | undefined): string | undefined => {
   const id = args?.["approval_id"]

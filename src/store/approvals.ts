@@ -33,7 +33,6 @@ export const ApprovalRow = Schema.Struct({
   source_hash: Schema.String,
   intent_sealed: Schema.NullOr(Schema.String),
   intent_hash: Schema.String,
-  summary: Schema.String,
   required_approvals: Schema.Literal(1, 2),
   require_step_up: StoredBoolean,
   approvers: Schema.parseJson(Schema.Array(Schema.String)),
@@ -73,7 +72,6 @@ export interface NewApproval {
   readonly sourceHash: string
   readonly intentSealed: string
   readonly intentHash: string
-  readonly summary: string
   readonly requiredApprovals: 1 | 2
   readonly requireStepUp: boolean
   readonly approvers: ReadonlyArray<string>
@@ -123,7 +121,6 @@ const LIST_COLUMNS = [
   "exposed_name",
   "source_hash",
   "intent_hash",
-  "summary",
   "required_approvals",
   "require_step_up",
   "approvers",
@@ -223,7 +220,6 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
           source_hash: approval.sourceHash,
           intent_sealed: approval.intentSealed,
           intent_hash: approval.intentHash,
-          summary: approval.summary,
           required_approvals: approval.requiredApprovals,
           require_step_up: toStoredBoolean(approval.requireStepUp),
           approvers: JSON.stringify(approval.approvers),

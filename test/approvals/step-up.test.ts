@@ -10,7 +10,7 @@ import { Approvals } from "../../src/approvals/service.js"
 import { approvalSettingsOf } from "../../src/approvals/settings.js"
 import { PolicyWrites } from "../../src/policy/writes.js"
 import { UserRepo } from "../../src/store/users.js"
-import { opsBackendConfig, startOps } from "../support/approvals.js"
+import { field, opsBackendConfig, startOps } from "../support/approvals.js"
 import { UPSTREAM_SECRET_ENV, upstreamLink, upstreamSettings } from "../support/enterprise-sign-in.js"
 import { freePort } from "../support/gateway-process.js"
 import { createGroup, testActor } from "../support/grants.js"
@@ -22,7 +22,6 @@ import { startOidcProvider } from "../support/oidc-provider.js"
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 const MFA = "urn:gateway:mfa"
 
-const field = (html: string, name: string) => html.match(new RegExp(`name="${name}" value="([^"]*)"`))?.[1] ?? ""
 const stepUpLink = (html: string) => html.match(/id="step-up" href="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&")
 
 describe("step-up for an approval that requires it", () => {
@@ -123,7 +122,7 @@ describe("step-up for an approval that requires it", () => {
           promise(() =>
             browser.post(
               `/sso/approvals/${approvalId}/approve`,
-              { csrf: field(html, "csrf"), intent: created.row.intent_hash },
+              { csrf: field(html, "csrf") ?? "", intent: created.row.intent_hash },
               { origin: gateway.baseUrl }
             )
           )

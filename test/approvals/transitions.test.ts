@@ -21,7 +21,7 @@ import { intentText } from "../../src/approvals/intent.js"
 import type { StepUpEvidence } from "../../src/approvals/reviewers.js"
 import { Approvals, type ReviewOutcome } from "../../src/approvals/service.js"
 import { MAX_INTENT_BYTES } from "../../src/approvals/settings.js"
-import type { ApprovalRow, ApprovalState } from "../../src/store/approvals.js"
+import { type ApprovalRow, ApprovalState } from "../../src/store/approvals.js"
 import {
   approvalIn,
   approvalSettings,
@@ -400,16 +400,7 @@ describe.each(storeKinds)("write approval transitions (%s)", (kind) => {
         revoke: (row: ApprovalRow) => Effect.map(approvals.revoke(people.second, row.id), refusalOf),
         claim: (row: ApprovalRow) => Effect.map(approvals.claim(caller, row.id), (claim) => claim._tag)
       }
-      const states: ReadonlyArray<ApprovalState> = [
-        "pending",
-        "approved",
-        "executing",
-        "completed",
-        "rejected",
-        "revoked",
-        "expired",
-        "unknown"
-      ]
+      const states = ApprovalState.literals
       const refused: Array<string> = []
       for (const state of states) {
         const { row } = yield* approvalIn(people, state)

@@ -168,7 +168,8 @@ export const resume = (gateway: TestGateway, token: string, approvalId: string) 
 export const reviewPage = (gateway: TestGateway, cookie: string, approvalId: string) =>
   fetch(`${gateway.baseUrl}/sso/approvals/${approvalId}`, { headers: { cookie }, redirect: "manual" })
 
-const field = (html: string, name: string) => html.match(new RegExp(`name="${name}" value="([^"]*)"`))?.[1]
+/** A hidden field of a review page's form (its anti-CSRF token, the intent shown). */
+export const field = (html: string, name: string) => html.match(new RegExp(`name="${name}" value="([^"]*)"`))?.[1]
 
 /**
  * Presses a button of the review page the way a browser does: reads the page (its anti-CSRF token and,

@@ -15,13 +15,12 @@ import { sha256Hex } from "../../crypto/hashing.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import type { ApprovalRow } from "../../store/approvals.js"
 import { UserRepo } from "../../store/users.js"
+import { APPROVAL_ID } from "../intent.js"
 import { isRequester, type Reviewer, reviewRefusal } from "../reviewers.js"
 import { Approvals, type ReviewOutcome } from "../service.js"
 import { approvalSettingsOf } from "../settings.js"
 import { StepUps } from "../step-up.js"
 import { detailPage, listPage, type ReviewItem } from "./pages.js"
-
-const APPROVAL_ID = /^apr_[A-Za-z0-9_-]{22}$/
 
 /**
  * Characters that are invisible or reorder what a reviewer reads (bidirectional controls, zero-width

@@ -1,5 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { APPROVAL_ID_PATTERN } from "../../approvals/intent.js"
 import { base32Encode, otpauthUri } from "../../identity/local/totp.js"
 import { currentSignIn } from "../browser-session.js"
 import { browserBinding, setBrowserCookie } from "../cookies.js"
@@ -40,7 +41,7 @@ export const stagePage = (settings: AuthSettings, transaction: LoginTransaction,
 }
 
 /** The review pages a portal sign-in may return to (nothing else: no open redirect). */
-const PORTAL_PATH = /^\/sso\/approvals(\/apr_[A-Za-z0-9_-]{22})?$/
+const PORTAL_PATH = new RegExp(`^/sso/approvals(/${APPROVAL_ID_PATTERN})?$`)
 
 /** `next=` of a portal sign-in, when it is exactly one of the gateway's own review pages. */
 export const portalPathOf = (values: ReadonlyArray<string>): string | undefined =>

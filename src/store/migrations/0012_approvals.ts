@@ -26,7 +26,6 @@ export default Effect.gen(function* () {
     source_hash TEXT NOT NULL,
     intent_sealed TEXT,
     intent_hash TEXT NOT NULL,
-    summary TEXT NOT NULL,
     required_approvals INTEGER NOT NULL CHECK (required_approvals IN (1, 2)),
     require_step_up INTEGER NOT NULL,
     approvers TEXT NOT NULL,
