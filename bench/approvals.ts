@@ -16,12 +16,12 @@ import { Sealer, type SealerApi } from "../src/crypto/sealer.js"
 import { baseLayer } from "../src/runtime/base.js"
 import { ApprovalRepo } from "../src/store/approvals.js"
 import { shiftedClock } from "../test/support/shifted-clock.js"
-import { approvalBackends, arrangeApprovalPeople, formField, send, toolCall, toolsList } from "./support/approvals.js"
+import { approvalBackends, arrangeApprovalPeople, formField, toolCall, toolsList } from "./support/approvals.js"
 import { storageOf } from "./support/auth-gateway.js"
 import { ensureBuilt } from "./support/build.js"
 import { devToken, newDeployment, removeDeployment, startGateway, waitServing } from "./support/gateway.js"
 import { freePort } from "./support/http.js"
-import { keepAliveAgent, postTimed, resultOf } from "./support/json-rpc.js"
+import { keepAliveAgent, postTimed, resultOf, sendTimed } from "./support/json-rpc.js"
 import { startMcpBackends } from "./support/mcp-backend.js"
 import { interleavedLatencies, roundOrder, type Target } from "./support/mcp-measure.js"
 import { percentile } from "./support/stats.js"
@@ -156,13 +156,13 @@ const measureCycles = async (
       throw new Error(`the write did not answer pending: ${JSON.stringify(asked.result).slice(0, 300)}`)
     }
     const id = pending["approval_id"]
-    const page = await send(browser, "GET", `${origin}/sso/approvals/${id}`, { cookie })
+    const page = await sendTimed(browser, "GET", `${origin}/sso/approvals/${id}`, { cookie })
     const csrf = formField(page.body, "csrf")
     const intent = formField(page.body, "intent")
     if (page.status !== 200 || csrf === undefined || intent === undefined) {
       throw new Error(`review page answered ${page.status} without its form: ${page.body.slice(0, 300)}`)
     }
-    const approve = await send(
+    const approve = await sendTimed(
       browser,
       "POST",
       `${origin}/sso/approvals/${id}/approve`,
@@ -347,7 +347,6 @@ const newApprovalOf = (row: Finished, subject: string) => ({
   sourceHash: SOURCE_HASH,
   intentSealed: row.intentSealed,
   intentHash: row.intentHash,
-  summary: "environment, operation_id, version",
   requiredApprovals: 1 as const,
   requireStepUp: false,
   approvers: [],
@@ -461,7 +460,6 @@ const storeFigures = (config: GatewayConfig, file: string) =>
             source_hash: SOURCE_HASH,
             intent_sealed: row.intentSealed,
             intent_hash: row.intentHash,
-            summary: "environment, operation_id, version",
             required_approvals: 1,
             require_step_up: 0,
             approvers: "[]",

@@ -1,12 +1,10 @@
-import { type Agent, request } from "node:http"
-import { Clock, Effect, Layer, Logger, LogLevel } from "effect"
+import { Clock, Effect } from "effect"
 import { startSignIn } from "../../src/auth/browser-session.js"
-import { loadConfig } from "../../src/config/load.js"
-import { parseConfigKey } from "../../src/crypto/config-key.js"
+import { Config } from "../../src/config/service.js"
 import { ensureDevelopmentAccess } from "../../src/demo/dev-access.js"
-import { baseLayer } from "../../src/runtime/base.js"
 import { grantAccess, grantAccessTo } from "../../test/support/grants.js"
 import type { Deployment } from "./gateway.js"
+import { inDeploymentStore } from "./grant.js"
 import { modernRequest } from "./json-rpc.js"
 import { backendUrl } from "./mcp-backend.js"
 import type { Target } from "./mcp-measure.js"
@@ -43,21 +41,16 @@ const access = ["ops", "plain", "reader"].map((endpoint) => ({
  * person holds the `approver` role and has a browser sign-in (the review page's cookie).
  */
 export const arrangeApprovalPeople = (deployment: Deployment): Promise<{ readonly cookie: string }> =>
-  Effect.runPromise(
-    Effect.scoped(
-      Effect.gen(function* () {
-        const { config } = yield* loadConfig(deployment.configFile, { GATEWAY_CONFIG_KEY: deployment.configKey })
-        const key = yield* parseConfigKey(deployment.configKey)
-        const base = yield* Layer.build(baseLayer(config, key))
-        return yield* Effect.gen(function* () {
-          const developerId = yield* ensureDevelopmentAccess(config)
-          yield* grantAccessTo(developerId, access)
-          const reviewer = yield* grantAccess([], { roles: ["approver"] })
-          const signIn = yield* startSignIn(reviewer.userId, yield* Clock.currentTimeMillis)
-          return { cookie: `gw_session=${signIn.token}` }
-        }).pipe(Effect.provide(base))
-      })
-    ).pipe(Logger.withMinimumLogLevel(LogLevel.Error))
+  inDeploymentStore(
+    deployment,
+    Effect.gen(function* () {
+      const { config } = yield* Config
+      const developerId = yield* ensureDevelopmentAccess(config)
+      yield* grantAccessTo(developerId, access)
+      const reviewer = yield* grantAccess([], { roles: ["approver"] })
+      const signIn = yield* startSignIn(reviewer.userId, yield* Clock.currentTimeMillis)
+      return { cookie: `gw_session=${signIn.token}` }
+    })
   )
 
 /** A `tools/call` as the client SDK 2.x sends it (2026-07-28), with the caller's token. */
@@ -70,39 +63,6 @@ export const toolsList = (mcpUrl: string, token: string): Target => {
   const { body, headers } = modernRequest("tools/list", {})
   return { url: mcpUrl, body, headers: { ...headers, authorization: `Bearer ${token}` } }
 }
-
-export interface Answer {
-  readonly status: number
-  readonly body: string
-  readonly ms: number
-}
-
-/** One request over `agent` (keep-alive, as a browser keeps its connection), timed with `process.hrtime`. */
-export const send = (
-  agent: Agent,
-  method: "GET" | "POST",
-  url: string,
-  headers: Readonly<Record<string, string>>,
-  body?: string
-) =>
-  new Promise<Answer>((resolve, reject) => {
-    const started = process.hrtime.bigint()
-    const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }
-    const req = request(url, { method, agent, headers: { ...headers, ...length } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          body: Buffer.concat(chunks).toString("utf8"),
-          ms: Number(process.hrtime.bigint() - started) / 1e6
-        })
-      )
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
 
 /** A hidden field of the review page's form (its anti-CSRF token, the intent shown). */
 export const formField = (html: string, name: string): string | undefined =>

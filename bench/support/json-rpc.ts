@@ -12,28 +12,35 @@ export interface Timed {
 
 export const keepAliveAgent = () => new Agent({ keepAlive: true, maxSockets: 1 })
 
-export const postTimed = (agent: Agent, url: string, body: string, headers: Readonly<Record<string, string>>) =>
+/** One request over `agent`, timed with `process.hrtime`. */
+export const sendTimed = (
+  agent: Agent,
+  method: "GET" | "POST",
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  body?: string
+) =>
   new Promise<Timed>((resolve, reject) => {
     const started = process.hrtime.bigint()
-    const req = request(
-      url,
-      { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString("utf8"),
-            ms: Number(process.hrtime.bigint() - started) / 1e6
-          })
-        )
-        res.on("error", reject)
-      }
-    )
+    const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }
+    const req = request(url, { method, agent, headers: { ...headers, ...length } }, (res) => {
+      const chunks: Buffer[] = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString("utf8"),
+          ms: Number(process.hrtime.bigint() - started) / 1e6
+        })
+      )
+      res.on("error", reject)
+    })
     req.on("error", reject)
     req.end(body)
   })
+
+export const postTimed = (agent: Agent, url: string, body: string, headers: Readonly<Record<string, string>>) =>
+  sendTimed(agent, "POST", url, headers, body)
 
 const PROTOCOL = "2026-07-28"
 
