@@ -107,6 +107,12 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       )
     }
 
+    /** Every due approval expires, each with its `approval.expired` line; the rows expired. */
+    const expireDue = (at: Date) =>
+      Effect.tap(repo.expireDue(at), (rows) =>
+        Effect.forEach(rows, (row) => securityEvent("approval.expired", fieldsOf(row)), { discard: true })
+      )
+
     const find = (id: string) =>
       Effect.gen(function* () {
         const row = yield* repo.findById(id)
@@ -223,25 +229,21 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       return { row, votes: yield* repo.votes(row.id) } satisfies ApprovalDetail
     })
 
-    /** The stored intent of an approval (the arguments reviewed), or undefined when it cannot be opened. */
-    const intentOf = (row: ApprovalRow) =>
-      row.intent_sealed === null
+    /** A sealed column of `row` opened and parsed, or undefined when there is none or it does not open. */
+    const openSealed = <A>(sealed: string | null, context: string) =>
+      sealed === null
         ? Effect.succeed(undefined)
-        : sealer.open(row.intent_sealed, intentContext(row.id)).pipe(
-            Effect.map((bytes) => JSON.parse(decoder.decode(bytes)) as Intent),
+        : sealer.open(sealed, context).pipe(
+            Effect.map((bytes) => JSON.parse(decoder.decode(bytes)) as A),
             Effect.option,
             Effect.map(Option.getOrUndefined)
           )
 
+    /** The stored intent of an approval (the arguments reviewed), or undefined when it cannot be opened. */
+    const intentOf = (row: ApprovalRow) => openSealed<Intent>(row.intent_sealed, intentContext(row.id))
+
     /** The cached result of a completed approval, or undefined. */
-    const resultOf = (row: ApprovalRow) =>
-      row.result_sealed === null
-        ? Effect.succeed(undefined)
-        : sealer.open(row.result_sealed, resultContext(row.id)).pipe(
-            Effect.map((bytes) => JSON.parse(decoder.decode(bytes)) as Record<string, unknown>),
-            Effect.option,
-            Effect.map(Option.getOrUndefined)
-          )
+    const resultOf = (row: ApprovalRow) => openSealed<Record<string, unknown>>(row.result_sealed, resultContext(row.id))
 
     /** The resume's claim: of concurrent resumes of one approved write, exactly one gets `Claimed`. */
     const claim = Effect.fn("Approvals.claim")(function* (caller: Caller, id: string) {
@@ -319,8 +321,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
      * requests (the oldest `LIST_LIMIT` open ones are read; due ones expire first, in one update).
      */
     const openFor = Effect.fn("Approvals.openFor")(function* (reviewer: Reviewer) {
-      const expired = yield* repo.expireDue(yield* now)
-      for (const row of expired) yield* securityEvent("approval.expired", fieldsOf(row))
+      yield* expireDue(yield* now)
       const rows = yield* repo.listOpen(LIST_LIMIT)
       return rows.filter(
         (row) => reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user)
@@ -445,8 +446,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     /** The maintenance tick: expiry of every due approval, then retention (tombstones). */
     const sweep = Effect.fn("Approvals.sweep")(function* (settings: ApprovalSettings) {
       const at = yield* now
-      const expired = yield* repo.expireDue(at)
-      for (const row of expired) yield* securityEvent("approval.expired", fieldsOf(row))
+      const expired = yield* expireDue(at)
       let dropped = 0
       for (;;) {
         const batch = yield* repo.purge(new Date(at.getTime() - settings.retentionMs), 500)
