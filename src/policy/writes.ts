@@ -368,12 +368,13 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
       })
 
     /**
-     * Replaces the upstream-owned memberships of a user with what sign-in claims or a directory snapshot
-     * assert (organization groups only), and records when they were verified.
+     * Replaces the upstream-owned memberships of a user with what sign-in claims assert (organization
+     * groups only), and records when they were verified. Directory snapshots write theirs in bulk
+     * (src/identity/directory/apply.ts).
      */
     const setUpstreamMemberships = Effect.fn("PolicyWrites.setUpstreamMemberships")(function* (
       userId: string,
-      source: Exclude<MembershipSource, "direct">,
+      source: Exclude<MembershipSource, "direct" | "directory">,
       groupIds: ReadonlyArray<string>,
       verifiedAt: Date
     ) {

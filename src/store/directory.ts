@@ -20,7 +20,14 @@ const DirectoryUserRow = Schema.Struct({
   directory_hash: Schema.NullOr(Schema.String)
 })
 export type DirectoryUserRow = typeof DirectoryUserRow.Type
-const Pair = Schema.Struct({ user_id: Schema.String, group_id: Schema.String })
+const StoredList = Schema.Struct({ user_id: Schema.String, group_ids: Schema.parseJson(Schema.Array(Schema.String)) })
+
+/** A person's directory memberships as a snapshot gives them: group ids, sorted, and their digest. */
+export interface MembershipList {
+  readonly userId: string
+  readonly groupIds: ReadonlyArray<string>
+  readonly hash: string | null
+}
 
 /** Rows per statement in bulk writes: well under both dialects' bound-parameter limits. */
 const CHUNK = 1_000
@@ -154,14 +161,6 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
       sql`UPDATE users SET display_name = ${name} WHERE id = ${id}`.pipe(die)
     )
 
-    /** The directory confirmed these people's memberships now (`enterprise_membership_max_age` counts from here). */
-    const setVerified = Effect.fn("DirectoryRepo.setVerified")(function* (ids: ReadonlyArray<string>, at: Date) {
-      const stamp = toStoredTimestamp(at)
-      for (const part of chunks(ids)) {
-        yield* sql`UPDATE users SET membership_verified_at = ${stamp} WHERE ${sql.in("id", part)}`.pipe(die)
-      }
-    })
-
     /** Rows per JSON-array statement of the bulk writes below (a few MiB of JSON each). */
     const JSON_CHUNK = 25_000
     /**
@@ -178,19 +177,32 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
             FROM json_each(${json}))`
       })
 
-    /** The directory memberships of these people (only those a snapshot changes are read). */
+    /**
+     * The directory memberships last given to these people (only those a snapshot changes are read):
+     * group ids by user id; people without any are absent.
+     */
     const membershipsOf = Effect.fn("DirectoryRepo.membershipsOf")(function* (userIds: ReadonlyArray<string>) {
-      const found: Array<typeof Pair.Type> = []
+      const found = new Map<string, ReadonlyArray<string>>()
       for (const part of chunks(userIds, JSON_CHUNK)) {
         const ids = JSON.stringify(part.map((id) => [id]))
-        const rows = yield* sql`SELECT m.user_id, m.group_id FROM memberships m
-          JOIN ${jsonRows(ids, ["id"])} AS j ON j.id = m.user_id WHERE m.source = 'directory'`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(Schema.Array(Pair))),
+        const rows = yield* sql`SELECT d.user_id, d.group_ids FROM directory_memberships d
+          JOIN ${jsonRows(ids, ["id"])} AS j ON j.id = d.user_id`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(StoredList))),
           die
         )
-        found.push(...rows)
+        for (const row of rows) found.set(row.user_id, row.group_ids)
       }
       return found
+    })
+
+    /** The directory confirmed these people's memberships now (`enterprise_membership_max_age` counts from here). */
+    const setVerified = Effect.fn("DirectoryRepo.setVerified")(function* (ids: ReadonlyArray<string>, at: Date) {
+      const stamp = toStoredTimestamp(at)
+      const when = sql.onDialectOrElse({ pg: () => sql`${stamp}::timestamptz`, orElse: () => sql`${stamp}` })
+      for (const part of chunks(ids, JSON_CHUNK)) {
+        const rows = jsonRows(JSON.stringify(part.map((id) => [id])), ["id"])
+        yield* sql`UPDATE users SET membership_verified_at = ${when} FROM ${rows} AS j WHERE users.id = j.id`.pipe(die)
+      }
     })
 
     /** Directory membership takes precedence: sign-in claims of the namespace's people are dropped. */
@@ -199,37 +211,32 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
         AND user_id IN (SELECT id FROM users WHERE kind = 'enterprise' AND namespace = ${namespace})`.pipe(die)
     )
 
-    const removeMemberships = Effect.fn("DirectoryRepo.removeMemberships")(function* (
-      pairs: ReadonlyArray<readonly [string, string]>
-    ) {
-      for (const part of chunks(pairs, JSON_CHUNK)) {
-        const rows = jsonRows(JSON.stringify(part), ["user_id", "group_id"])
-        yield* sql`DELETE FROM memberships WHERE source = 'directory'
-          AND EXISTS (SELECT 1 FROM ${rows} AS j WHERE j.user_id = memberships.user_id AND j.group_id = memberships.group_id)`.pipe(
-          die
-        )
-      }
-    })
-
-    const addMemberships = Effect.fn("DirectoryRepo.addMemberships")(function* (
-      pairs: ReadonlyArray<readonly [string, string]>,
+    /**
+     * Sets these people's directory memberships to exactly the group ids given (sorted, one row per
+     * person; an empty list removes the row) and records each list's digest on the person.
+     */
+    const replaceMemberships = Effect.fn("DirectoryRepo.replaceMemberships")(function* (
+      lists: ReadonlyArray<MembershipList>,
       at: Date
     ) {
       const stamp = toStoredTimestamp(at)
-      const when = sql.onDialectOrElse({ pg: () => sql`${stamp}::timestamptz`, orElse: () => sql`${stamp}` })
-      for (const part of chunks(pairs, JSON_CHUNK)) {
-        const rows = jsonRows(JSON.stringify(part), ["user_id", "group_id"])
-        yield* sql`INSERT INTO memberships (user_id, group_id, source, created_at)
-          SELECT j.user_id, j.group_id, 'directory', ${when} FROM ${rows} AS j`.pipe(die)
+      const emptied = lists.filter((list) => list.groupIds.length === 0).map((list) => list.userId)
+      for (const part of chunks(emptied)) {
+        yield* sql`DELETE FROM directory_memberships WHERE ${sql.in("user_id", part)}`.pipe(die)
       }
-    })
-
-    /** Records the digest of each person's directory memberships (`[user id, digest]` pairs). */
-    const setHashes = Effect.fn("DirectoryRepo.setHashes")(function* (
-      pairs: ReadonlyArray<readonly [string, string | null]>
-    ) {
-      for (const part of chunks(pairs, JSON_CHUNK)) {
-        const rows = jsonRows(JSON.stringify(part), ["id", "hash"])
+      // 500 people per statement: up to 5 MiB of ids at 256 memberships each.
+      for (const part of chunks(
+        lists.filter((list) => list.groupIds.length > 0),
+        500
+      )) {
+        yield* sql`INSERT INTO directory_memberships ${sql.insert(
+          part.map((list) => ({ user_id: list.userId, group_ids: JSON.stringify(list.groupIds), updated_at: stamp }))
+        )} ON CONFLICT (user_id) DO UPDATE SET group_ids = excluded.group_ids, updated_at = excluded.updated_at`.pipe(
+          die
+        )
+      }
+      for (const part of chunks(lists, JSON_CHUNK)) {
+        const rows = jsonRows(JSON.stringify(part.map((list) => [list.userId, list.hash])), ["id", "hash"])
         yield* sql`UPDATE users SET directory_hash = j.hash FROM ${rows} AS j WHERE users.id = j.id`.pipe(die)
       }
     })
@@ -248,9 +255,7 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
       setVerified,
       membershipsOf,
       dropClaims,
-      removeMemberships,
-      addMemberships,
-      setHashes
+      replaceMemberships
     } as const
   })
 }) {}

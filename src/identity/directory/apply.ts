@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { refuse } from "../../policy/refusal.js"
 import { PolicyWrites } from "../../policy/writes.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
-import { DirectoryRepo, type NewDirectoryUser } from "../../store/directory.js"
+import { DirectoryRepo, type MembershipList, type NewDirectoryUser } from "../../store/directory.js"
 import { SessionCache } from "../../store/session-cache.js"
 import { newUserId } from "../../store/users.js"
 import type { Snapshot } from "./snapshot.js"
@@ -22,11 +22,9 @@ export interface AppliedSnapshot {
   readonly memberships_removed: number
 }
 
-/** The digest of a person's directory memberships (internal group ids, in any order). */
-const digest = (groupIds: ReadonlyArray<string>) =>
-  createHash("sha256")
-    .update([...groupIds].sort().join("\n"))
-    .digest("base64url")
+/** The digest of a person's directory memberships (internal group ids, sorted). */
+const digest = (sortedGroupIds: ReadonlyArray<string>) =>
+  createHash("sha256").update(sortedGroupIds.join("\n")).digest("base64url")
 
 /**
  * Applies a checked snapshot for `provider` (an identity connection's namespace) as one complete
@@ -108,49 +106,54 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
           yield* repo.setActive(deactivate, false)
 
           // Memberships: claims give way to the directory; then only the people whose directory
-          // memberships differ from what they were last given (their digest) are read and rewritten.
+          // memberships differ from what they were last given (their digest) are rewritten, one row each.
           if (current === undefined) yield* repo.dropClaims(provider)
           const idOf = new Map<string, string>()
           for (const row of known.values()) idOf.set(row.external_subject, row.id)
           for (const person of newcomers) idOf.set(person.subject, person.id)
-          const internal = { group: new Map<string, string>(), department: new Map<string, string>() }
-          for (const row of groupIds.values()) internal[row.kind].set(row.external_id, row.id)
-          const wantedOf = new Map<string, ReadonlyArray<string>>()
+          // Group ids by rank in their sorted order: each person's list sorts as numbers, and reads
+          // back as ids in string order (the order the digest and the stored row use).
+          const ranked = [...groupIds.values()].map((row) => row.id).sort()
+          const rankOf = new Map(ranked.map((id, rank) => [id, rank]))
+          const internal = { group: new Map<string, number>(), department: new Map<string, number>() }
+          for (const row of groupIds.values()) internal[row.kind].set(row.external_id, rankOf.get(row.id)!)
+          const NONE = new Int32Array(0)
+          const wantedOf = new Map<string, Int32Array>()
           for (const person of snapshot.users) {
-            const ids: Array<string> = []
-            for (const id of person.groups) ids.push(internal.group.get(id)!)
-            for (const id of person.departments) ids.push(internal.department.get(id)!)
-            wantedOf.set(idOf.get(person.subject)!, ids)
+            const ranks = new Int32Array(person.groups.length + person.departments.length)
+            let filled = 0
+            for (const id of person.groups) ranks[filled++] = internal.group.get(id)!
+            for (const id of person.departments) ranks[filled++] = internal.department.get(id)!
+            wantedOf.set(idOf.get(person.subject)!, ranks.sort())
           }
           const storedHash = new Map<string, string | null>()
           for (const row of known.values()) storedHash.set(row.id, row.directory_hash)
           // Omitted people keep no directory memberships.
-          for (const row of known.values()) if (!wantedOf.has(row.id)) wantedOf.set(row.id, [])
-          const changed: Array<readonly [string, string | null]> = []
-          for (const [userId, ids] of wantedOf) {
+          for (const row of known.values()) if (!wantedOf.has(row.id)) wantedOf.set(row.id, NONE)
+          const changed: Array<MembershipList> = []
+          for (const [userId, ranks] of wantedOf) {
+            const ids = Array.from(ranks, (rank) => ranked[rank]!)
             const hash = ids.length === 0 ? null : digest(ids)
-            if ((storedHash.get(userId) ?? null) !== hash) changed.push([userId, hash])
+            if ((storedHash.get(userId) ?? null) !== hash) changed.push({ userId, groupIds: ids, hash })
           }
-          const existing = changed.filter(([userId]) => storedHash.has(userId)).map(([userId]) => userId)
-          const have = new Map<string, Set<string>>()
-          for (const row of yield* repo.membershipsOf(existing)) {
-            const set = have.get(row.user_id) ?? new Set<string>()
-            set.add(row.group_id)
-            have.set(row.user_id, set)
+          // Only the changed people who had directory memberships are read back, for the counts.
+          const before = yield* repo.membershipsOf(
+            changed.filter((list) => (storedHash.get(list.userId) ?? null) !== null).map((list) => list.userId)
+          )
+          let added = 0
+          let removed = 0
+          for (const list of changed) {
+            const previous = before.get(list.userId)
+            if (previous === undefined) {
+              added += list.groupIds.length
+              continue
+            }
+            const had = new Set(previous)
+            const wanted = new Set(list.groupIds)
+            for (const groupId of wanted) if (!had.has(groupId)) added++
+            for (const groupId of had) if (!wanted.has(groupId)) removed++
           }
-          const add: Array<readonly [string, string]> = []
-          const remove: Array<readonly [string, string]> = []
-          // In primary-key order (user, then group): the index pages fill in sequence, not at random.
-          const inKeyOrder = changed.map(([userId]) => userId).sort()
-          for (const userId of inKeyOrder) {
-            const wanted = new Set([...(wantedOf.get(userId) ?? [])].sort())
-            const current = have.get(userId) ?? new Set<string>()
-            for (const groupId of wanted) if (!current.has(groupId)) add.push([userId, groupId])
-            for (const groupId of current) if (!wanted.has(groupId)) remove.push([userId, groupId])
-          }
-          yield* repo.removeMemberships(remove)
-          yield* repo.addMemberships(add, at)
-          yield* repo.setHashes(changed)
+          yield* repo.replaceMemberships(changed, at)
           const listedIds = snapshot.users.map((person) => idOf.get(person.subject)!)
           yield* repo.setVerified(listedIds, at)
 
@@ -163,8 +166,8 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
             created: createdCount,
             activated: activate.length,
             deactivated: deactivate.length,
-            memberships_added: add.length,
-            memberships_removed: remove.length
+            memberships_added: added,
+            memberships_removed: removed
           }
           yield* repo.recordVersion(provider, snapshot.version, summary, at)
           yield* audit.insert({
@@ -177,7 +180,7 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
             requestId: undefined
           })
           for (const id of [...activate, ...deactivate]) yield* cache.forgetUser(id)
-          const touched = new Set([...activate, ...deactivate, ...changed.map(([userId]) => userId)])
+          const touched = new Set([...activate, ...deactivate, ...changed.map((list) => list.userId)])
           return {
             value: summary,
             // A new group or many people changed: everything is reloaded; else only who changed.

@@ -85,6 +85,31 @@ describe.each(storeKinds)("PUT /sso/directory (%s)", (kind) => {
           bob: { active: false, status: "pending", groups: ["OPS:directory"] }
         })
         expect(logs.events("directory.snapshot_applied")).toEqual([expect.objectContaining({ version: 3, users: 2 })])
+        // The Management API shows the same: each person's groups with their source, each group's members.
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const identities = api.get("/api/v1/identities").pipe(
+          Effect.map(
+            (answer) =>
+              answer.body as {
+                users: Array<{ external_subject: string | null; groups: Array<{ name: string; source: string }> }>
+                groups: Array<{ name: string; members: number }>
+              }
+          )
+        )
+        const memberCounts = () =>
+          Effect.map(identities, (listed) =>
+            Object.fromEntries(
+              listed.groups
+                .filter((group) => group.name !== "Administrators")
+                .map((group) => [group.name, group.members])
+            )
+          )
+        const alice = (yield* identities).users.find((user) => user.external_subject === "alice")
+        expect(alice?.groups.map((group) => `${group.name}:${group.source}`).sort()).toEqual([
+          "ENG:directory",
+          "RD:directory"
+        ])
+        expect(yield* memberCounts()).toEqual({ ENG: 1, OPS: 1, RD: 1 })
 
         // The same people with one change: only that is written.
         const again = yield* push(
@@ -95,6 +120,8 @@ describe.each(storeKinds)("PUT /sso/directory (%s)", (kind) => {
           ])
         )
         expect(again.body).toMatchObject({ created: 0, memberships_added: 1, memberships_removed: 0, activated: 0 })
+        // Member counts follow the new snapshot (they are kept only until the next one is applied).
+        expect(yield* memberCounts()).toEqual({ ENG: 1, OPS: 2, RD: 1 })
       })
   )
 

@@ -1,0 +1,85 @@
+/**
+ * docs/directory.md, "Storage": directory memberships are one row per person (a sorted JSON array of
+ * group ids) in `directory_memberships`, read beside `memberships` as rows of source `directory`, on
+ * both stores. The migration moves directory rows an earlier build kept in `memberships`.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { organizationGroupRow } from "../../src/store/groups.js"
+import { MembershipRepo } from "../../src/store/memberships.js"
+import moveDirectoryMemberships from "../../src/store/migrations/0013_directory_memberships.js"
+import { storeKinds, storeLayer, withStorage } from "../support/databases.js"
+
+const STAMP = "2026-11-26T00:00:00.000Z"
+
+describe.each(storeKinds)("directory memberships on %s", (kind) => {
+  it.scoped(
+    "the migration moves directory rows out of memberships into one sorted row per person; readers see them with their source; deleting the person takes the row",
+    () =>
+      Effect.gen(function* () {
+        const context = yield* Layer.build(
+          MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
+        )
+        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+        const repo = yield* Effect.provide(MembershipRepo, context)
+        yield* sql`INSERT INTO users ${sql.insert({
+          id: "u1",
+          kind: "enterprise",
+          username: null,
+          display_name: "Alice",
+          status: "enabled",
+          namespace: "corp",
+          external_subject: "alice",
+          created_at: STAMP,
+          updated_at: STAMP
+        })}`
+        for (const [id, name] of [
+          ["g-b", "B"],
+          ["g-a", "A"],
+          ["g-c", "C"]
+        ] as const) {
+          yield* sql`INSERT INTO groups ${sql.insert(organizationGroupRow(id, "corp", "group", { externalId: id, name }, STAMP))}`
+        }
+        // As an earlier build wrote them: one row per membership, directory and claims side by side.
+        yield* sql`DROP TABLE directory_memberships`
+        yield* sql`INSERT INTO memberships ${sql.insert([
+          { user_id: "u1", group_id: "g-b", source: "directory", created_at: STAMP },
+          { user_id: "u1", group_id: "g-a", source: "directory", created_at: STAMP },
+          { user_id: "u1", group_id: "g-c", source: "claims", created_at: STAMP }
+        ])}`
+        yield* Effect.provide(moveDirectoryMemberships, context)
+
+        const stored = yield* sql<{
+          user_id: string
+          group_ids: string
+        }>`SELECT user_id, group_ids FROM directory_memberships`
+        expect(stored.map((row) => [row.user_id, JSON.parse(row.group_ids)])).toEqual([["u1", ["g-a", "g-b"]]])
+        const left = yield* sql<{
+          group_id: string
+          source: string
+        }>`SELECT group_id, source FROM memberships WHERE user_id = 'u1'`
+        expect(left).toEqual([{ group_id: "g-c", source: "claims" }])
+
+        const seen = (rows: ReadonlyArray<{ user_id: string; group_id: string; source: string }>) =>
+          rows.map((row) => `${row.user_id}:${row.group_id}:${row.source}`)
+        expect(seen(yield* repo.forUser("u1"))).toEqual(["u1:g-a:directory", "u1:g-b:directory", "u1:g-c:claims"])
+        expect(seen(yield* repo.forUsers(["u1", "nobody"]))).toEqual([
+          "u1:g-a:directory",
+          "u1:g-b:directory",
+          "u1:g-c:claims"
+        ])
+        expect(Object.fromEntries(yield* repo.countByGroup)).toEqual({ "g-a": 1, "g-b": 1, "g-c": 1 })
+
+        if (kind === "postgres") {
+          // Lists of ids are stored as they are: compressing them costs more than it saves.
+          const [column] = yield* sql<{ attstorage: string }>`SELECT attstorage FROM pg_attribute
+            WHERE attrelid = 'directory_memberships'::regclass AND attname = 'group_ids'`
+          expect(column?.attstorage).toBe("e")
+        }
+
+        yield* sql`DELETE FROM users WHERE id = 'u1'`
+        expect(yield* sql`SELECT * FROM directory_memberships`).toEqual([])
+      })
+  )
+})
