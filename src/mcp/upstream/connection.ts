@@ -27,8 +27,8 @@ const clientInfo = { name: "gateway", version }
 /**
  * One MCP client per backend and generation, over Streamable HTTP. It negotiates the era (2026-07-28
  * via `server/discover`, else the 2025 `initialize` handshake), and tells `onListChanged` when the
- * backend announces a changed tool, prompt or resource list. The channel shares its connections,
- * credentials and negotiated session.
+ * backend announces a changed tool, prompt or resource list. The channel shares its credentials and
+ * negotiated session, over connections of its own.
  */
 export const connectBackend = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
   Effect.tryPromise({
@@ -49,23 +49,26 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
         fetch: backendFetch.fetch,
         ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
-      // Closing the client (generation closing, reconnect) also drops its kept-alive connections.
-      client.onclose = backendFetch.close
-      try {
-        await client.connect(transport, { timeout: Duration.toMillis(backend.timeouts.connect), signal })
-      } catch (error) {
-        await client.close().catch(() => {})
-        backendFetch.close()
-        throw error
-      }
       const session = (): BackendSession | undefined => {
         const protocolVersion = client.getNegotiatedProtocolVersion()
         const era = client.getProtocolEra()
         if (protocolVersion === undefined || era === undefined) return undefined
         return { era, protocolVersion, sessionId: transport.sessionId }
       }
-      const url = new URL(backend.url)
-      const channel = makeBackendChannel({ url, headers, tokens, agents: backendFetch.agents, session, clientInfo })
+      const channel = makeBackendChannel({ url: new URL(backend.url), headers, tokens, session, clientInfo })
+      // Closing the client (generation closing, reconnect) also drops both kept-alive connection pools.
+      const closeConnections = () => {
+        backendFetch.close()
+        channel.close()
+      }
+      client.onclose = closeConnections
+      try {
+        await client.connect(transport, { timeout: Duration.toMillis(backend.timeouts.connect), signal })
+      } catch (error) {
+        await client.close().catch(() => {})
+        closeConnections()
+        throw error
+      }
       return { client, channel, session }
     },
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })

@@ -13,7 +13,7 @@ import { Readable } from "node:stream"
  */
 export interface BackendFetch {
   readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>
-  /** The kept-alive connections, shared with the backend's call channel. */
+  /** The kept-alive connections. */
   readonly agents: { readonly http: HttpAgent; readonly https: HttpsAgent }
   /** Closes the kept-alive connections (the generation is closing). */
   readonly close: () => void

@@ -5,11 +5,10 @@
  * server SDK produces on purpose: HTTP errors, garbage, oversized answers, a stream that ends without
  * an answer, a 401 that a fresh token cures, requests from the server in the middle of a stream.
  */
-import { Agent as HttpAgent } from "node:http"
-import { Agent as HttpsAgent } from "node:https"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { SseDecoder } from "../../../src/mcp/sse.js"
 import {
+  type BackendChannel,
   type BackendSession,
   ChannelFailure,
   type ChannelSettings,
@@ -21,7 +20,7 @@ type Script = (body: Record<string, unknown>, request: Request) => Response | Pr
 
 let script: Script = () => new Response(null, { status: 500 })
 let backend: LoopbackServer
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) }
+const opened: Array<BackendChannel> = []
 
 beforeAll(async () => {
   backend = await serveLoopback(async (request) => script((await request.json()) as Record<string, unknown>, request))
@@ -30,23 +29,25 @@ afterEach(() => {
   backend.requests.length = 0
 })
 afterAll(async () => {
-  agents.http.destroy()
+  for (const each of opened) each.close()
   await backend.stop()
 })
 
 const modern: BackendSession = { era: "modern", protocolVersion: "2026-07-28", sessionId: undefined }
 const legacy: BackendSession = { era: "legacy", protocolVersion: "2025-11-25", sessionId: "session-1" }
 
-const channel = (session: BackendSession, extra: Partial<ChannelSettings> = {}) =>
-  makeBackendChannel({
+const channel = (session: BackendSession, extra: Partial<ChannelSettings> = {}) => {
+  const made = makeBackendChannel({
     url: new URL(backend.url),
     headers: { "x-api-key": "fixed" },
     tokens: undefined,
-    agents,
     session: () => session,
     clientInfo: { name: "gateway", version: "test" },
     ...extra
   })
+  opened.push(made)
+  return made
+}
 
 const json = (message: unknown, status = 200) =>
   new Response(JSON.stringify(message), { status, headers: { "content-type": "application/json" } })
@@ -260,17 +261,56 @@ describe("the backend channel", () => {
     expect((plain as ChannelFailure).sessionLost).toBe(false)
   })
 
+  it("a character split between two reads of the answer arrives whole, JSON or SSE", async () => {
+    const bytesOf = (body: Record<string, unknown>, sse: boolean) => {
+      const message = { jsonrpc: "2.0", id: body["id"], result: { content: [{ type: "text", text: "söök 🚀" }] } }
+      return new TextEncoder().encode(sse ? event(message) : JSON.stringify(message))
+    }
+    for (const sse of [false, true]) {
+      script = (body) => {
+        const bytes = bytesOf(body, sse)
+        // Cut inside the four bytes of the rocket, and send the rest a moment later.
+        const cut = bytes.indexOf(0xf0) + 2
+        const stream = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            controller.enqueue(bytes.slice(0, cut))
+            await new Promise((done) => setTimeout(done, 30))
+            controller.enqueue(bytes.slice(cut))
+            controller.close()
+          }
+        })
+        return new Response(stream, { headers: { "content-type": sse ? "text/event-stream" : "application/json" } })
+      }
+      expect(await channel(modern).call("tools/call", { name: "x" }, "x", options())).toEqual({
+        ok: true,
+        result: { content: [{ type: "text", text: "söök 🚀" }] }
+      })
+    }
+  })
+
+  it("credentials in the backend URL are sent as Basic, unless a bearer token is sent", async () => {
+    script = echoResult
+    const url = new URL(backend.url)
+    url.username = "svc"
+    url.password = "p@ss:word"
+    await channel(modern, { url }).call("tools/call", { name: "x" }, "x", options())
+    await channel(modern, { url, tokens: { token: async () => "tok" } }).call(
+      "tools/call",
+      { name: "x" },
+      "x",
+      options()
+    )
+    expect(backend.requests.map((request) => request.headers.authorization)).toEqual([
+      `Basic ${Buffer.from("svc:p@ss:word").toString("base64")}`,
+      "Bearer tok"
+    ])
+  })
+
   it("an unreachable backend is a failed call, not a hang", async () => {
-    const down = makeBackendChannel({
-      url: new URL("http://127.0.0.1:1/mcp"),
-      headers: {},
-      tokens: undefined,
-      agents,
-      session: () => modern,
-      clientInfo: { name: "gateway", version: "test" }
-    })
+    const down = channel(modern, { url: new URL("http://127.0.0.1:1/mcp") })
     const failure = await failureOf(down.call("tools/call", { name: "x" }, "x", options()))
     expect((failure as ChannelFailure).reason).toBe("failed")
+    expect((failure as ChannelFailure).message).toBe("the backend could not be reached (ECONNREFUSED)")
   })
 })
 
