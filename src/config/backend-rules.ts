@@ -84,14 +84,19 @@ export const toolPatternsUnique = rule("toolPatternsUnique", ["backends"], ({ ba
   })
 )
 
-// The transport sets these itself; a fixed header must not override the protocol or the body framing.
+// The transport sets these itself; a fixed header must not override the protocol, the body framing or
+// the connection's handling (undici, which sends forwarded calls, refuses the hop-by-hop ones outright).
 const managedHeaders = new Set([
   "accept",
   "connection",
   "content-length",
   "content-type",
+  "expect",
   "host",
+  "keep-alive",
+  "te",
   "transfer-encoding",
+  "upgrade",
   "mcp-method",
   "mcp-name",
   "mcp-protocol-version",

@@ -31,8 +31,10 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       pg: () => sql`jsonb_array_elements_text(d.group_ids::jsonb) AS j(value)`,
       orElse: () => sql`json_each(d.group_ids) AS j`
     })
+    // Directory rows in `memberships` itself (an earlier build's, written after a downgrade) never count.
     const ofUsersWhere = (userIds: ReadonlyArray<string>) =>
-      sql`SELECT user_id, group_id, source, created_at FROM memberships WHERE user_id IN ${sql.in(userIds)}
+      sql`SELECT user_id, group_id, source, created_at FROM memberships
+        WHERE source <> 'directory' AND user_id IN ${sql.in(userIds)}
         UNION ALL
         SELECT d.user_id, j.value AS group_id, 'directory' AS source, d.updated_at AS created_at
         FROM directory_memberships d, ${unnest} WHERE d.user_id IN ${sql.in(userIds)}`
@@ -85,7 +87,9 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
     /** Members per group id (groups without members are absent). */
     const countByGroup = Effect.gen(function* () {
       const counts = new Map<string, number>()
-      const local = yield* countRows(sql`SELECT group_id, COUNT(*) AS members FROM memberships GROUP BY group_id`)
+      const local = yield* countRows(
+        sql`SELECT group_id, COUNT(*) AS members FROM memberships WHERE source <> 'directory' GROUP BY group_id`
+      )
       for (const [groupId, members] of [...local, ...(yield* directoryCountsNow)]) {
         counts.set(groupId, (counts.get(groupId) ?? 0) + members)
       }

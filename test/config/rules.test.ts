@@ -282,10 +282,23 @@ describe("cross-field rules (docs/configuration.md)", () => {
   })
 
   it("fixed headers cannot override the transport or the configured credentials", () => {
-    const headers = { "Mcp-Protocol-Version": "x", "Mcp-Param-Region": "eu", Authorization: "Bearer t", "X-Ok": "1" }
+    const headers = {
+      "Mcp-Protocol-Version": "x",
+      "Mcp-Param-Region": "eu",
+      "Keep-Alive": "timeout=5",
+      Upgrade: "h2c",
+      Expect: "100-continue",
+      TE: "trailers",
+      Authorization: "Bearer t",
+      "X-Ok": "1"
+    }
     expect(run(backends.backendHeadersAllowed, { backends: [backend({ headers })] })).toEqual([
       "backends[0].headers.Mcp-Protocol-Version: is set by the MCP transport and cannot be configured",
-      "backends[0].headers.Mcp-Param-Region: is set by the MCP transport and cannot be configured"
+      "backends[0].headers.Mcp-Param-Region: is set by the MCP transport and cannot be configured",
+      "backends[0].headers.Keep-Alive: is set by the MCP transport and cannot be configured",
+      "backends[0].headers.Upgrade: is set by the MCP transport and cannot be configured",
+      "backends[0].headers.Expect: is set by the MCP transport and cannot be configured",
+      "backends[0].headers.TE: is set by the MCP transport and cannot be configured"
     ])
     expect(
       run(backends.backendHeadersAllowed, {

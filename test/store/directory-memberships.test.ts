@@ -15,7 +15,7 @@ const STAMP = "2026-11-26T00:00:00.000Z"
 
 describe.each(storeKinds)("directory memberships on %s", (kind) => {
   it.scoped(
-    "the migration moves directory rows out of memberships into one sorted row per person; readers see them with their source; deleting the person takes the row",
+    "the migration moves directory rows out of memberships into one sorted row per person; readers see them with their source, and never a directory row left in memberships; deleting the person takes the row",
     () =>
       Effect.gen(function* () {
         const context = yield* Layer.build(
@@ -37,7 +37,8 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
         for (const [id, name] of [
           ["g-b", "B"],
           ["g-a", "A"],
-          ["g-c", "C"]
+          ["g-c", "C"],
+          ["g-d", "D"]
         ] as const) {
           yield* sql`INSERT INTO groups ${sql.insert(organizationGroupRow(id, "corp", "group", { externalId: id, name }, STAMP))}`
         }
@@ -61,6 +62,8 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
         }>`SELECT group_id, source FROM memberships WHERE user_id = 'u1'`
         expect(left).toEqual([{ group_id: "g-c", source: "claims" }])
 
+        // A directory row an older release writes into `memberships` after a downgrade is never read.
+        yield* sql`INSERT INTO memberships ${sql.insert({ user_id: "u1", group_id: "g-d", source: "directory", created_at: STAMP })}`
         const seen = (rows: ReadonlyArray<{ user_id: string; group_id: string; source: string }>) =>
           rows.map((row) => `${row.user_id}:${row.group_id}:${row.source}`)
         expect(seen(yield* repo.forUser("u1"))).toEqual(["u1:g-a:directory", "u1:g-b:directory", "u1:g-c:claims"])

@@ -122,8 +122,19 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
           for (const person of snapshot.users) {
             const ranks = new Int32Array(person.groups.length + person.departments.length)
             let filled = 0
-            for (const id of person.groups) ranks[filled++] = internal.group.get(id)!
-            for (const id of person.departments) ranks[filled++] = internal.department.get(id)!
+            for (const [kind, ids] of [
+              ["group", person.groups],
+              ["department", person.departments]
+            ] as const) {
+              for (const id of ids) {
+                const rank = internal[kind].get(id)
+                // The check (snapshot.ts) refuses undeclared ids; should one slip through, the apply is
+                // rolled back rather than the 0 a typed array would store for it granting a group.
+                if (rank === undefined)
+                  return yield* Effect.die(new Error(`directory apply: ${kind} "${id}" has no group`))
+                ranks[filled++] = rank
+              }
+            }
             wantedOf.set(idOf.get(person.subject)!, ranks.sort())
           }
           const storedHash = new Map<string, string | null>()

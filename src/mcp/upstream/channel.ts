@@ -122,7 +122,13 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   // Credentials the gateway can renew (OAuth): a 401 drops the token and the request goes once more.
   const renewable = tokens?.invalidate !== undefined
   const maxAnswer = settings.maxAnswer ?? maxBackendAnswer
-  const pool = new Pool(url.origin, poolOptions)
+  // Opened on first use, and again after `close` if a call still comes (a multi-round call finishing
+  // on the channel it started on while the backend reconnects); `close` destroys the one open.
+  let open: Pool | undefined
+  const pool = () => {
+    if (open === undefined) open = new Pool(url.origin, poolOptions)
+    return open
+  }
   const path = `${url.pathname}${url.search}`
   // Credentials in the URL are sent as node:http sends them: Basic, unless a bearer token is sent.
   const basic =
@@ -131,9 +137,14 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       : `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`
   let counter = 0
 
+  // Configured headers by lower-case name, so a configured Authorization is seen whatever its case.
+  const configured = Object.fromEntries(
+    Object.entries(settings.headers).map(([key, value]) => [key.toLowerCase(), value])
+  )
+
   const headersFor = async (session: BackendSession, method: string | undefined, name: string | undefined) => {
     const headers: Record<string, string> = {
-      ...settings.headers,
+      ...configured,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": session.protocolVersion
@@ -161,7 +172,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
-      .then((headers) => pool.dispatch({ method: "POST", path, headers, body }, ignored))
+      .then((headers) => pool().dispatch({ method: "POST", path, headers, body }, ignored))
       .catch(() => {})
   }
 
@@ -183,11 +194,19 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           Object.keys(meta).length === 0 ? params : { ...params, _meta: { ...meta, ...asObject(params["_meta"]) } }
       })
       let settled = false
-      // The request in flight (undici's handle on it), to close it when the call ends early.
-      let request: Dispatcher.DispatchController | undefined
-      let answered = false
+      // The attempt in flight (a 401 with renewable credentials starts a second one), and undici's
+      // handle on its request, to close it when the call ends early.
+      interface Attempt {
+        readonly retried: boolean
+        request: Dispatcher.DispatchController | undefined
+        answered: boolean
+      }
+      let current: Attempt | undefined
       const close = () => {
-        if (request !== undefined && !answered && !request.aborted) request.abort(new Error("closed by the gateway"))
+        const request = current?.request
+        if (request !== undefined && current?.answered === false && !request.aborted) {
+          request.abort(new Error("closed by the gateway"))
+        }
       }
       const settle = (then: () => void) => {
         if (settled) return
@@ -240,8 +259,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         }
       }
 
-      /** How one attempt's answer is read; `retried`: this is the attempt after a 401 renewed the token. */
-      const reader = (retried: boolean): Dispatcher.DispatchHandler => {
+      /** How one attempt's answer is read. Once a later attempt has started, this one's answer is ignored. */
+      const reader = (attempt: Attempt): Dispatcher.DispatchHandler => {
+        const { retried } = attempt
+        const superseded = () => current !== attempt
         // What the body is read for: JSON-RPC as JSON or SSE, the start of an error body, or nothing.
         let mode: "json" | "stream" | "start" | "ignore" = "ignore"
         let started = false
@@ -253,16 +274,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         let judge: (body: string | undefined) => void = () => {}
         return {
           onRequestStart: (controller) => {
-            request = controller
-            if (settled) close()
+            attempt.request = controller
+            if (settled || superseded()) controller.abort(new Error("closed by the gateway"))
           },
           onResponseStart: (_controller, status, headers) => {
             if (status < 200) return
             started = true
-            if (settled) return
+            if (settled || superseded()) return
             if (status === 401 && renewable && !retried) {
               tokens?.invalidate?.()
-              attempt(true)
+              send(true)
               return
             }
             const type = mediaType(headers)
@@ -320,9 +341,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             else if (settled) linger = setTimeout(close, streamGraceMs)
           },
           onResponseEnd: () => {
-            answered = true
+            attempt.answered = true
             clearTimeout(linger)
-            if (mode === "ignore") return
+            if (mode === "ignore" || superseded()) return
             const rest = text.end()
             if (mode === "start") return judge(received + rest)
             if (mode === "json") onMessage(parse(received + rest))
@@ -335,8 +356,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             )
           },
           onResponseError: (_controller, error) => {
-            answered = true
+            attempt.answered = true
             clearTimeout(linger)
+            if (superseded()) return
             if (mode === "start") return judge(undefined)
             if (started) return fail("failed", "the backend's answer was cut off")
             const code = (error as NodeJS.ErrnoException).code
@@ -347,22 +369,26 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         }
       }
 
-      const attempt = (retried: boolean) => {
+      const send = (retried: boolean) => {
+        const attempt: Attempt = { retried, request: undefined, answered: false }
+        current = attempt
         headersFor(session, method, name).then(
           (headers) => {
             if (settled) return
-            pool.dispatch({ method: "POST", path, headers, body }, reader(retried))
+            pool().dispatch({ method: "POST", path, headers, body }, reader(attempt))
           },
           () => fail("failed", "no token for the backend could be obtained")
         )
       }
-      attempt(false)
+      send(false)
     })
 
   return {
     call,
     close: () => {
-      pool.destroy().catch(() => {})
+      const closing = open
+      open = undefined
+      closing?.destroy().catch(() => {})
     }
   }
 }

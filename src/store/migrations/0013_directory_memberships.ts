@@ -3,7 +3,8 @@ import { Effect } from "effect"
 
 /**
  * Directory memberships, one row per person (docs/directory.md, "Storage"): the internal ids of the
- * organization groups and departments the last applied snapshot gave them, as a sorted JSON array.
+ * organization groups and departments the last applied snapshot gave them, as a JSON array (sorted as
+ * a snapshot writes it; rows moved here keep the database's order, which nothing depends on).
  * A snapshot of 10,000 people with up to 256 memberships each is 10,000 rows here rather than 1.27
  * million rows of `memberships`, and a person whose memberships did not change is not written at all
  * (`users.directory_hash` says who changed). `memberships` keeps what administrators (`direct`) and

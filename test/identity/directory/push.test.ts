@@ -6,7 +6,8 @@
  * are untouched, and every refusal and application writes one log line.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect } from "effect"
+import { Cause, Clock, Effect, Exit } from "effect"
+import { DirectorySnapshots } from "../../../src/identity/directory/apply.js"
 import { PolicyWrites } from "../../../src/policy/writes.js"
 import { DirectoryRepo } from "../../../src/store/directory.js"
 import { GroupRepo } from "../../../src/store/groups.js"
@@ -239,6 +240,32 @@ describe.each(storeKinds)("PUT /sso/directory (%s)", (kind) => {
         expect((yield* people(gateway, provider))["alice"]).toMatchObject({ active: true, status: "disabled" })
       }),
     60_000
+  )
+
+  it.scoped(
+    "an apply handed a membership of a group it does not know rolls back whole instead of granting another group",
+    () =>
+      Effect.gen(function* () {
+        const { gateway, provider } = yield* directoryGateway({ kind })
+        // What the check refuses (an undeclared group), handed to the apply directly as if it had slipped through.
+        const unchecked = {
+          version: 7,
+          groups: [{ kind: "group" as const, id: "eng", name: "ENG" }],
+          users: [{ subject: "alice", name: "Alice", active: true, groups: ["ghost"], departments: [] }]
+        }
+        const exit = yield* inGateway(gateway)(
+          Effect.exit(
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.flatMap(DirectorySnapshots, (snapshots) => snapshots.apply(provider, unchecked, new Date(now)))
+            )
+          )
+        )
+        expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+        expect(yield* people(gateway, provider)).toEqual({})
+        expect(
+          yield* inGateway(gateway)(Effect.flatMap(DirectoryRepo, (repo) => repo.version(provider)))
+        ).toBeUndefined()
+      })
   )
 
   it.scoped("bad input is refused precisely and writes nothing", () =>

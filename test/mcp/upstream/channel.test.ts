@@ -5,6 +5,7 @@
  * server SDK produces on purpose: HTTP errors, garbage, oversized answers, a stream that ends without
  * an answer, a 401 that a fresh token cures, requests from the server in the middle of a stream.
  */
+import { type AddressInfo, createServer } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { SseDecoder } from "../../../src/mcp/sse.js"
 import {
@@ -181,6 +182,42 @@ describe("the backend channel", () => {
     expect((failure as ChannelFailure).reason).toBe("failed")
   })
 
+  it("after a 401 renewed the token, the retried request is the one closed: at the deadline, and after its answer on a stream kept open", async () => {
+    let issued = 0
+    const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+    const closed: Array<string> = []
+    const renewed = (answer: (body: Record<string, unknown>, request: Request) => Response | Promise<Response>) =>
+      ((body, request) => {
+        if (request.headers.get("authorization") !== `Bearer token-${issued}` || issued % 2 === 0) {
+          return new Response(null, { status: 401 })
+        }
+        const token = request.headers.get("authorization") ?? ""
+        request.signal.addEventListener("abort", () => closed.push(token))
+        return answer(body, request)
+      }) satisfies Script
+    script = renewed(() => new Promise<Response>(() => {}))
+    const timedOut = await failureOf(
+      channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options({ timeoutMs: 200 }))
+    )
+    expect((timedOut as ChannelFailure).reason).toBe("timeout")
+    await expect.poll(() => closed).toEqual(["Bearer token-1"])
+
+    issued = 2
+    script = renewed((body, request) => {
+      const answer = new TextEncoder().encode(event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } }))
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(answer)
+          const timer = setInterval(() => controller.enqueue(new TextEncoder().encode(": keep-alive\n\n")), 50)
+          request.signal.addEventListener("abort", () => clearInterval(timer))
+        }
+      })
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } })
+    })
+    expect((await channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
+    await expect.poll(() => closed, { timeout: 3_000 }).toEqual(["Bearer token-1", "Bearer token-3"])
+  })
+
   it("a deadline ends the call; a 2025-era backend is then sent notifications/cancelled for it", async () => {
     script = () => new Promise<Response>(() => {})
     const failure = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options({ timeoutMs: 100 })))
@@ -304,6 +341,46 @@ describe("the backend channel", () => {
       `Basic ${Buffer.from("svc:p@ss:word").toString("base64")}`,
       "Bearer tok"
     ])
+  })
+
+  it("a configured Authorization header, in any case, is sent alone: the URL's credentials are not added", async () => {
+    // A raw server: node:http would keep only the first of two Authorization headers.
+    let raw = ""
+    const server = createServer((socket) => {
+      socket.on("data", (chunk) => {
+        raw += chunk.toString("latin1")
+        const [head, body = ""] = raw.split("\r\n\r\n")
+        const length = Number(/content-length: (\d+)/i.exec(head ?? "")?.[1] ?? 0)
+        if (body.length < length) return
+        const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
+        socket.end(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: close\r\n\r\n${answer}`
+        )
+      })
+    })
+    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
+    const { port } = server.address() as AddressInfo
+    try {
+      const url = new URL(`http://svc:secret@127.0.0.1:${port}/mcp`)
+      const answer = await channel(modern, { url, headers: { AUTHORIZATION: "Bearer configured" } }).call(
+        "tools/call",
+        { name: "x" },
+        "x",
+        options()
+      )
+      expect(answer.ok).toBe(true)
+      expect(raw.match(/^authorization: .*$/gim)).toEqual(["authorization: Bearer configured"])
+    } finally {
+      server.close()
+    }
+  })
+
+  it("a call on a channel closed meanwhile (its backend reconnected) is still sent, on new connections", async () => {
+    script = echoResult
+    const reused = channel(modern)
+    expect((await reused.call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
+    reused.close()
+    expect((await reused.call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
   })
 
   it("an unreachable backend is a failed call, not a hang", async () => {
