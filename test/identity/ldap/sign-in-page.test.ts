@@ -12,6 +12,7 @@ import { Effect, Redacted } from "effect"
 import { decodeJwt } from "jose"
 import { ldapNamespace } from "../../../src/identity/ldap/namespace.js"
 import { adminToken, ifMatch, managementApi } from "../../support/admin-api.js"
+import { type StoreKindUnderTest, storeKinds } from "../../support/databases.js"
 import { LogCapture } from "../../support/logs.js"
 import { Browser, beginCodeFlow, callbackParams, exchange, formFields, refresh } from "../../support/oauth-client.js"
 import { type OAuthGateway, oauthGateway } from "../../support/oauth-gateway.js"
@@ -61,10 +62,11 @@ const ldapConnection = (changes: Record<string, unknown> = {}) => {
 /** The namespace the gateway must file these people under: the LDAP module's, for the saved settings. */
 const namespaceOf = () => ldapNamespace(directorySettings(slapd.ldapsUrl!, certificates.caPem))
 
-const gatewayWithLdap = (bootstrap: ReadonlyArray<string> = []) =>
+const gatewayWithLdap = (bootstrap: ReadonlyArray<string> = [], kind: StoreKindUnderTest = "sqlite") =>
   Effect.gen(function* () {
     const logs = new LogCapture()
     const gateway = yield* oauthGateway({
+      kind,
       logs,
       auth: () => ({ sso: { bootstrap_subjects: [...bootstrap] } })
     })
@@ -118,12 +120,12 @@ const usersOf = (api: ReturnType<typeof managementApi>) =>
     groups: answer.body["groups"] as Array<Record<string, unknown>>
   }))
 
-describe("LDAP sign-in on the /sso page", () => {
+describe.each(storeKinds)("LDAP sign-in on the /sso page (%s)", (kind) => {
   it.scoped(
     "a first sign-in creates a pending person (access_denied, account_access_required); enabled, the next yields a code for the internal id, with directory groups as claims memberships",
     () =>
       Effect.gen(function* () {
-        const { gateway, logs, api } = yield* gatewayWithLdap()
+        const { gateway, logs, api } = yield* gatewayWithLdap([], kind)
 
         const first = yield* Effect.promise(() => signInWithDirectory(gateway, "alice", USERS.alice.password))
         // The page offers the directory account beside the local one, and no second factor follows.
@@ -186,7 +188,9 @@ describe("LDAP sign-in on the /sso page", () => {
       }),
     60_000
   )
+})
 
+describe("LDAP sign-in on the /sso page", () => {
   it.scoped(
     "a wrong password or an unknown name: the same page, 401, one refusal line without the password or the name; then 429",
     () =>
