@@ -122,13 +122,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   // Credentials the gateway can renew (OAuth): a 401 drops the token and the request goes once more.
   const renewable = tokens?.invalidate !== undefined
   const maxAnswer = settings.maxAnswer ?? maxBackendAnswer
-  // Opened on first use, and again after `close` if a call still comes (a multi-round call finishing
-  // on the channel it started on while the backend reconnects); `close` destroys the one open.
-  let open: Pool | undefined
-  const pool = () => {
-    if (open === undefined) open = new Pool(url.origin, poolOptions)
-    return open
-  }
+  const pool = new Pool(url.origin, poolOptions)
   const path = `${url.pathname}${url.search}`
   // Credentials in the URL are sent as node:http sends them: Basic, unless a bearer token is sent.
   const basic =
@@ -172,7 +166,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
-      .then((headers) => pool().dispatch({ method: "POST", path, headers, body }, ignored))
+      .then((headers) => pool.dispatch({ method: "POST", path, headers, body }, ignored))
       .catch(() => {})
   }
 
@@ -375,7 +369,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         headersFor(session, method, name).then(
           (headers) => {
             if (settled) return
-            pool().dispatch({ method: "POST", path, headers, body }, reader(attempt))
+            pool.dispatch({ method: "POST", path, headers, body }, reader(attempt))
           },
           () => fail("failed", "no token for the backend could be obtained")
         )
@@ -386,9 +380,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   return {
     call,
     close: () => {
-      const closing = open
-      open = undefined
-      closing?.destroy().catch(() => {})
+      pool.destroy().catch(() => {})
     }
   }
 }

@@ -5,7 +5,7 @@
  * server SDK produces on purpose: HTTP errors, garbage, oversized answers, a stream that ends without
  * an answer, a 401 that a fresh token cures, requests from the server in the middle of a stream.
  */
-import { type AddressInfo, createServer } from "node:net"
+import { type AddressInfo, createServer, type Socket } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { SseDecoder } from "../../../src/mcp/sse.js"
 import {
@@ -68,6 +68,31 @@ const failureOf = (promise: Promise<unknown>) =>
     () => undefined,
     (error: unknown) => error
   )
+
+/**
+ * A backend written on raw sockets, for what node:http would tidy away (repeated headers, a body cut
+ * short): `answer` gets each request's head and body once the body is in.
+ */
+const rawServer = async (answer: (socket: Socket, head: string, body: string) => void) => {
+  const server = createServer((socket) => {
+    let received = ""
+    socket.on("data", (chunk) => {
+      received += chunk.toString("latin1")
+      const end = received.indexOf("\r\n\r\n")
+      if (end < 0) return
+      const head = received.slice(0, end)
+      const length = Number(/^content-length: (\d+)$/im.exec(head)?.[1] ?? 0)
+      const body = received.slice(end + 4)
+      if (body.length < length) return
+      received = ""
+      answer(socket, head, body)
+    })
+    socket.on("error", () => {})
+  })
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
+  const { port } = server.address() as AddressInfo
+  return { url: new URL(`http://127.0.0.1:${port}/mcp`), close: () => server.close() }
+}
 
 const echoResult = (body: Record<string, unknown>) =>
   json({ jsonrpc: "2.0", id: body["id"], result: { content: [{ type: "text", text: "ok" }] } })
@@ -346,22 +371,17 @@ describe("the backend channel", () => {
   it("a configured Authorization header, in any case, is sent alone: the URL's credentials are not added", async () => {
     // A raw server: node:http would keep only the first of two Authorization headers.
     let raw = ""
-    const server = createServer((socket) => {
-      socket.on("data", (chunk) => {
-        raw += chunk.toString("latin1")
-        const [head, body = ""] = raw.split("\r\n\r\n")
-        const length = Number(/content-length: (\d+)/i.exec(head ?? "")?.[1] ?? 0)
-        if (body.length < length) return
-        const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
-        socket.end(
-          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: close\r\n\r\n${answer}`
-        )
-      })
+    const server = await rawServer((socket, head, body) => {
+      raw = head
+      const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
+      socket.end(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: close\r\n\r\n${answer}`
+      )
     })
-    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
-    const { port } = server.address() as AddressInfo
     try {
-      const url = new URL(`http://svc:secret@127.0.0.1:${port}/mcp`)
+      const url = new URL(server.url)
+      url.username = "svc"
+      url.password = "secret"
       const answer = await channel(modern, { url, headers: { AUTHORIZATION: "Bearer configured" } }).call(
         "tools/call",
         { name: "x" },
@@ -375,12 +395,47 @@ describe("the backend channel", () => {
     }
   })
 
-  it("a call on a channel closed meanwhile (its backend reconnected) is still sent, on new connections", async () => {
+  it("a call on a closed channel fails at once, and sends nothing", async () => {
     script = echoResult
-    const reused = channel(modern)
-    expect((await reused.call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
-    reused.close()
-    expect((await reused.call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
+    const closed = channel(modern)
+    expect((await closed.call("tools/call", { name: "x" }, "x", options())).ok).toBe(true)
+    closed.close()
+    const failure = await failureOf(closed.call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).message).toBe("the backend could not be reached (UND_ERR_DESTROYED)")
+    expect(backend.requests).toHaveLength(1)
+  })
+
+  it("a 401 whose body breaks off after the retry went out does not fail the retried call", async () => {
+    const server = await rawServer((socket, head, body) => {
+      const id = JSON.parse(body).id
+      if (/^authorization: Bearer token-0$/im.test(head)) {
+        // The refusal promises 100 bytes, sends 6, and the connection breaks while the retry waits.
+        socket.write("HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied")
+        setTimeout(() => socket.destroy(), 30)
+        return
+      }
+      const answer = JSON.stringify({ jsonrpc: "2.0", id, result: { content: [] } })
+      setTimeout(
+        () =>
+          socket.end(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`
+          ),
+        150
+      )
+    })
+    try {
+      let issued = 0
+      const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+      const answer = await channel(modern, { url: server.url, tokens }).call(
+        "tools/call",
+        { name: "x" },
+        "x",
+        options()
+      )
+      expect(answer).toEqual({ ok: true, result: { content: [] } })
+    } finally {
+      server.close()
+    }
   })
 
   it("an unreachable backend is a failed call, not a hang", async () => {
