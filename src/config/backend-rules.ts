@@ -85,7 +85,8 @@ export const toolPatternsUnique = rule("toolPatternsUnique", ["backends"], ({ ba
 )
 
 // The transport sets these itself; a fixed header must not override the protocol, the body framing or
-// the connection's handling (undici, which sends forwarded calls, refuses the hop-by-hop ones outright).
+// the connection's handling (hop-by-hop; undici, which sends forwarded calls, refuses Keep-Alive,
+// Upgrade and Expect outright, and would fail every call over them).
 const managedHeaders = new Set([
   "accept",
   "connection",
