@@ -271,13 +271,15 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             attempt.request = controller
             if (settled || superseded()) controller.abort(new Error("closed by the gateway"))
           },
-          onResponseStart: (_controller, status, headers) => {
+          onResponseStart: (controller, status, headers) => {
             if (status < 200) return
             started = true
             if (settled || superseded()) return
             if (status === 401 && renewable && !retried) {
               tokens?.invalidate?.()
               send(true)
+              // The refusal's body is not read; one that does not end soon must not hold its connection.
+              linger = setTimeout(() => controller.abort(new Error("closed by the gateway")), streamGraceMs)
               return
             }
             const type = mediaType(headers)

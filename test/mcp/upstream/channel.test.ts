@@ -438,6 +438,40 @@ describe("the backend channel", () => {
     }
   })
 
+  it("a 401 whose body never ends is closed a moment after the retry went out", async () => {
+    let refusals = 0
+    let refusalClosed = false
+    const server = await rawServer((socket, head, body) => {
+      if (/^authorization: Bearer token-0$/im.test(head)) {
+        refusals++
+        socket.once("close", () => {
+          refusalClosed = true
+        })
+        socket.write("HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied")
+        return
+      }
+      const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`
+      )
+    })
+    try {
+      let issued = 0
+      const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+      const answer = await channel(modern, { url: server.url, tokens }).call(
+        "tools/call",
+        { name: "x" },
+        "x",
+        options()
+      )
+      expect(answer).toEqual({ ok: true, result: { content: [] } })
+      expect(refusals).toBe(1)
+      await expect.poll(() => refusalClosed, { timeout: 3_000 }).toBe(true)
+    } finally {
+      server.close()
+    }
+  })
+
   it("an unreachable backend is a failed call, not a hang", async () => {
     const down = channel(modern, { url: new URL("http://127.0.0.1:1/mcp") })
     const failure = await failureOf(down.call("tools/call", { name: "x" }, "x", options()))
