@@ -19,19 +19,31 @@ export interface BackendRequestAuth {
   readonly tokens: TokenSource | undefined
 }
 
-/** `now`: the generation's clock (Effect's `Clock`), which token expiry is measured on. */
+const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`
+
+/**
+ * `now`: the generation's clock (Effect's `Clock`), which token expiry is measured on. Header names
+ * come out in lower case, so a configured `Authorization` is one header whatever its case. Credentials
+ * in the backend's URL are sent as node:http sends them: Basic, unless an Authorization header is
+ * configured or a bearer token (`credentials.type: bearer`, `oauth`) is sent.
+ */
 export const backendRequestAuth = (backend: BackendConfig, now: () => number): BackendRequestAuth => {
-  const headers: Record<string, string> = { ...backend.headers }
+  const headers: Record<string, string> = Object.fromEntries(
+    Object.entries(backend.headers).map(([name, value]) => [name.toLowerCase(), value])
+  )
   const credentials = backend.credentials
   if (credentials?.type === "basic") {
-    const pair = `${credentials.username}:${Redacted.value(credentials.password)}`
-    headers["authorization"] = `Basic ${Buffer.from(pair).toString("base64")}`
+    headers["authorization"] = basic(credentials.username, Redacted.value(credentials.password))
   }
   if (credentials?.type === "bearer") {
     const token = Redacted.value(credentials.token)
     return { headers, tokens: { token: async () => token } }
   }
   if (backend.oauth !== undefined) return { headers, tokens: clientCredentials(backend.oauth, now) }
+  const url = new URL(backend.url)
+  if (headers["authorization"] === undefined && (url.username !== "" || url.password !== "")) {
+    headers["authorization"] = basic(decodeURIComponent(url.username), decodeURIComponent(url.password))
+  }
   return { headers, tokens: undefined }
 }
 

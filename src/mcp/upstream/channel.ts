@@ -90,6 +90,7 @@ export interface BackendChannel {
 
 export interface ChannelSettings {
   readonly url: URL
+  /** The backend's fixed headers and credentials, names in lower case (`backendRequestAuth`). */
   readonly headers: Readonly<Record<string, string>>
   readonly tokens: TokenSource | undefined
   /** The session the MCP client negotiated; undefined until it is connected. */
@@ -124,27 +125,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const maxAnswer = settings.maxAnswer ?? maxBackendAnswer
   const pool = new Pool(url.origin, poolOptions)
   const path = `${url.pathname}${url.search}`
-  // Credentials in the URL are sent as node:http sends them: Basic, unless a bearer token is sent.
-  const basic =
-    url.username === "" && url.password === ""
-      ? undefined
-      : `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`
   let counter = 0
-
-  // Configured headers by lower-case name, so a configured Authorization is seen whatever its case.
-  const configured = Object.fromEntries(
-    Object.entries(settings.headers).map(([key, value]) => [key.toLowerCase(), value])
-  )
 
   const headersFor = async (session: BackendSession, method: string | undefined, name: string | undefined) => {
     const headers: Record<string, string> = {
-      ...configured,
+      ...settings.headers,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": session.protocolVersion
     }
     if (tokens !== undefined) headers["authorization"] = `Bearer ${await tokens.token()}`
-    else if (basic !== undefined && headers["authorization"] === undefined) headers["authorization"] = basic
     if (session.sessionId !== undefined) headers["mcp-session-id"] = session.sessionId
     if (session.era === "modern" && method !== undefined) {
       headers["mcp-method"] = method

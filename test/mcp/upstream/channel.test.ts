@@ -94,6 +94,21 @@ const rawServer = async (answer: (socket: Socket, head: string, body: string) =>
   return { url: new URL(`http://127.0.0.1:${port}/mcp`), close: () => server.close() }
 }
 
+/** Renewable credentials, as OAuth gives them: `token-<n>`, n counting the renewals a 401 asked for. */
+const renewingTokens = () => {
+  const tokens = { issued: 0, token: async () => `token-${tokens.issued}`, invalidate: () => void tokens.issued++ }
+  return tokens
+}
+
+/** A raw 401 that promises 100 bytes of body and sends 6. */
+const unfinishedRefusal = "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied"
+
+/** The raw HTTP answer of an empty tool result to the JSON-RPC request `body`. */
+const rawResult = (body: string) => {
+  const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
+  return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`
+}
+
 const echoResult = (body: Record<string, unknown>) =>
   json({ jsonrpc: "2.0", id: body["id"], result: { content: [{ type: "text", text: "ok" }] } })
 
@@ -192,8 +207,7 @@ describe("the backend channel", () => {
   })
 
   it("a 401 drops the cached token and retries once with a fresh one; a second 401 fails", async () => {
-    let issued = 0
-    const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+    const tokens = renewingTokens()
     script = (body, request) =>
       request.headers.get("authorization") === "Bearer token-1" ? echoResult(body) : new Response(null, { status: 401 })
     const answer = await channel(modern, { tokens }).call("tools/call", { name: "x" }, "x", options())
@@ -208,12 +222,11 @@ describe("the backend channel", () => {
   })
 
   it("after a 401 renewed the token, the retried request is the one closed: at the deadline, and after its answer on a stream kept open", async () => {
-    let issued = 0
-    const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
+    const tokens = renewingTokens()
     const closed: Array<string> = []
     const renewed = (answer: (body: Record<string, unknown>, request: Request) => Response | Promise<Response>) =>
       ((body, request) => {
-        if (request.headers.get("authorization") !== `Bearer token-${issued}` || issued % 2 === 0) {
+        if (request.headers.get("authorization") !== `Bearer token-${tokens.issued}` || tokens.issued % 2 === 0) {
           return new Response(null, { status: 401 })
         }
         const token = request.headers.get("authorization") ?? ""
@@ -227,7 +240,7 @@ describe("the backend channel", () => {
     expect((timedOut as ChannelFailure).reason).toBe("timeout")
     await expect.poll(() => closed).toEqual(["Bearer token-1"])
 
-    issued = 2
+    tokens.issued = 2
     script = renewed((body, request) => {
       const answer = new TextEncoder().encode(event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } }))
       const stream = new ReadableStream<Uint8Array>({
@@ -350,51 +363,6 @@ describe("the backend channel", () => {
     }
   })
 
-  it("credentials in the backend URL are sent as Basic, unless a bearer token is sent", async () => {
-    script = echoResult
-    const url = new URL(backend.url)
-    url.username = "svc"
-    url.password = "p@ss:word"
-    await channel(modern, { url }).call("tools/call", { name: "x" }, "x", options())
-    await channel(modern, { url, tokens: { token: async () => "tok" } }).call(
-      "tools/call",
-      { name: "x" },
-      "x",
-      options()
-    )
-    expect(backend.requests.map((request) => request.headers.authorization)).toEqual([
-      `Basic ${Buffer.from("svc:p@ss:word").toString("base64")}`,
-      "Bearer tok"
-    ])
-  })
-
-  it("a configured Authorization header, in any case, is sent alone: the URL's credentials are not added", async () => {
-    // A raw server: node:http would keep only the first of two Authorization headers.
-    let raw = ""
-    const server = await rawServer((socket, head, body) => {
-      raw = head
-      const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
-      socket.end(
-        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\nconnection: close\r\n\r\n${answer}`
-      )
-    })
-    try {
-      const url = new URL(server.url)
-      url.username = "svc"
-      url.password = "secret"
-      const answer = await channel(modern, { url, headers: { AUTHORIZATION: "Bearer configured" } }).call(
-        "tools/call",
-        { name: "x" },
-        "x",
-        options()
-      )
-      expect(answer.ok).toBe(true)
-      expect(raw.match(/^authorization: .*$/gim)).toEqual(["authorization: Bearer configured"])
-    } finally {
-      server.close()
-    }
-  })
-
   it("a call on a closed channel fails at once, and sends nothing", async () => {
     script = echoResult
     const closed = channel(modern)
@@ -407,26 +375,16 @@ describe("the backend channel", () => {
 
   it("a 401 whose body breaks off after the retry went out does not fail the retried call", async () => {
     const server = await rawServer((socket, head, body) => {
-      const id = JSON.parse(body).id
       if (/^authorization: Bearer token-0$/im.test(head)) {
-        // The refusal promises 100 bytes, sends 6, and the connection breaks while the retry waits.
-        socket.write("HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied")
+        // The connection breaks while the retry waits.
+        socket.write(unfinishedRefusal)
         setTimeout(() => socket.destroy(), 30)
         return
       }
-      const answer = JSON.stringify({ jsonrpc: "2.0", id, result: { content: [] } })
-      setTimeout(
-        () =>
-          socket.end(
-            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`
-          ),
-        150
-      )
+      setTimeout(() => socket.end(rawResult(body)), 150)
     })
     try {
-      let issued = 0
-      const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
-      const answer = await channel(modern, { url: server.url, tokens }).call(
+      const answer = await channel(modern, { url: server.url, tokens: renewingTokens() }).call(
         "tools/call",
         { name: "x" },
         "x",
@@ -447,18 +405,13 @@ describe("the backend channel", () => {
         socket.once("close", () => {
           refusalClosed = true
         })
-        socket.write("HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied")
+        socket.write(unfinishedRefusal)
         return
       }
-      const answer = JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(body).id, result: { content: [] } })
-      socket.write(
-        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${answer.length}\r\n\r\n${answer}`
-      )
+      socket.write(rawResult(body))
     })
     try {
-      let issued = 0
-      const tokens = { token: async () => `token-${issued}`, invalidate: () => void issued++ }
-      const answer = await channel(modern, { url: server.url, tokens }).call(
+      const answer = await channel(modern, { url: server.url, tokens: renewingTokens() }).call(
         "tools/call",
         { name: "x" },
         "x",
