@@ -601,39 +601,34 @@ const storeRows = (figures: StoreFigures): ReadonlyArray<Row> => {
   const total = (objects: Readonly<Record<string, number>>) => Object.values(objects).reduce((sum, n) => sum + n, 0)
   const tombstoneWritten = total(figures.tombstoneWrittenObjects) / FINISHED
   const written = (figures.writtenBytes - figures.emptyBytes) / FINISHED
+  /** Bytes on disk against the bytes of values they hold, with the tombstone target where one applies. */
+  const sizeRow = (label: string, bytes: number, payload: number, target?: number): Row => [
+    label,
+    formatBytes(bytes),
+    `${formatBytes(payload)} of values`,
+    formatTimes(bytes, payload),
+    target === undefined ? "—" : `≤ ${target} B`,
+    target === undefined ? "—" : verdict(bytes <= target)
+  ]
   return [
-    [
+    sizeRow(
       `SQLite: file growth per finished approval as written (details, 1 vote, sealed result; ${formatCount(FINISHED)})`,
-      formatBytes(written),
-      `${formatBytes(figures.payloadPerFinished)} of values`,
-      formatTimes(written, figures.payloadPerFinished),
-      "—",
-      "—"
-    ],
-    [
-      "SQLite: the same after VACUUM",
-      formatBytes(perFinished),
-      `${formatBytes(figures.payloadPerFinished)} of values`,
-      formatTimes(perFinished, figures.payloadPerFinished),
-      "—",
-      "—"
-    ],
-    [
+      written,
+      figures.payloadPerFinished
+    ),
+    sizeRow("SQLite: the same after VACUUM", perFinished, figures.payloadPerFinished),
+    sizeRow(
       "SQLite: file size per tombstone after retention (VACUUM)",
-      formatBytes(perTombstone),
-      `${formatBytes(figures.payloadPerTombstone)} of values`,
-      formatTimes(perTombstone, figures.payloadPerTombstone),
-      `≤ ${TOMBSTONE_TARGET_BYTES} B`,
-      verdict(perTombstone <= TOMBSTONE_TARGET_BYTES)
-    ],
-    [
+      perTombstone,
+      figures.payloadPerTombstone,
+      TOMBSTONE_TARGET_BYTES
+    ),
+    sizeRow(
       "SQLite: tombstone table and key index as written (dbstat, before VACUUM)",
-      formatBytes(tombstoneWritten),
-      `${formatBytes(figures.payloadPerTombstone)} of values`,
-      formatTimes(tombstoneWritten, figures.payloadPerTombstone),
-      `≤ ${TOMBSTONE_TARGET_BYTES} B`,
-      verdict(tombstoneWritten <= TOMBSTONE_TARGET_BYTES)
-    ],
+      tombstoneWritten,
+      figures.payloadPerTombstone,
+      TOMBSTONE_TARGET_BYTES
+    ),
     [
       "SQLite: file after retention, before VACUUM",
       formatBytes(figures.unvacuumedBytes),
