@@ -19,7 +19,8 @@ export interface BackendRequestAuth {
   readonly tokens: TokenSource | undefined
 }
 
-const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`
+const basic = (username: string, password: string) =>
+  `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`
 
 /**
  * `now`: the generation's clock (Effect's `Clock`), which token expiry is measured on. Header names
