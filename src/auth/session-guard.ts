@@ -49,19 +49,36 @@ export const makeSessionGuard = Effect.gen(function* () {
       if (caller.sessionId === undefined) return yield* reject("the token names no session")
       const found = yield* loadSession(caller.sessionId)
       if (Option.isNone(found)) return yield* reject("unknown session")
-      const session = found.value
-      if (session.revoked) return yield* reject("the session was revoked")
-      if ((yield* Clock.currentTimeMillis) >= session.expiresAt) return yield* reject("the session ended")
-      if (session.userId !== caller.subject) return yield* reject("the session belongs to another user")
-      if (caller.clientId !== undefined && caller.clientId !== session.clientId) {
-        return yield* reject("the session belongs to another client")
-      }
-      const status = yield* loadStatus(session.userId)
-      if (status !== "enabled") return yield* reject("the user is not enabled")
+      const refused = sessionRefusal(caller, found.value, yield* Clock.currentTimeMillis)
+      if (refused !== undefined) return yield* reject(refused)
+      const status = yield* loadStatus(found.value.userId)
+      if (!isEnabled(status)) return yield* reject("the user is not enabled")
     }).pipe(Effect.withSpan("SessionGuard.check"))
 
-  return { check }
+  // The same decision from the cache alone; anything not cached, or any refusal, is left to `check`.
+  const checkNow = (caller: Caller, now: number): boolean => {
+    if (caller.sessionId === undefined) return false
+    const session = cache.cachedSession(caller.sessionId, now)
+    if (session === undefined || sessionRefusal(caller, session, now) !== undefined) return false
+    const status = cache.cachedUserStatus(session.userId, now)
+    return status !== undefined && isEnabled(status)
+  }
+
+  return { check, checkNow }
 })
+
+const isEnabled = (status: string) => status === "enabled"
+
+/** Why the stored session does not admit the caller at `now` (ms), or undefined when it does. */
+const sessionRefusal = (caller: Caller, session: CachedSession, now: number): string | undefined => {
+  if (session.revoked) return "the session was revoked"
+  if (now >= session.expiresAt) return "the session ended"
+  if (session.userId !== caller.subject) return "the session belongs to another user"
+  if (caller.clientId !== undefined && caller.clientId !== session.clientId) {
+    return "the session belongs to another client"
+  }
+  return undefined
+}
 
 export const SessionGuardLive: Layer.Layer<SessionGuard, never, SessionCache | SessionRepo | UserRepo> = Layer.effect(
   SessionGuard,

@@ -29,5 +29,13 @@ export class SessionRejected extends Data.TaggedError("SessionRejected")<{ reado
  */
 export class SessionGuard extends Context.Tag("gateway/SessionGuard")<
   SessionGuard,
-  { readonly check: (caller: Caller) => Effect.Effect<void, SessionRejected> }
+  {
+    readonly check: (caller: Caller) => Effect.Effect<void, SessionRejected>
+    /**
+     * `check` answered from memory alone: true only when what `check` reads is cached and admits the
+     * caller at `nowMillis`; false means "ask `check`", never "refused". Lets a common /mcp request be
+     * decided without a fiber (docs/decisions.md, "Per-call overhead"); it must not admit what `check` refuses.
+     */
+    readonly checkNow: (caller: Caller, nowMillis: number) => boolean
+  }
 >() {}

@@ -22,6 +22,12 @@ export class BearerVerifier extends Context.Tag("gateway/BearerVerifier")<
     /** Verifies a token for /mcp (audience `server.public_url`). */
     readonly verify: (authorization: string | undefined) => Effect.Effect<Caller, HttpError>
     /**
+     * `verify` answered from memory alone, at `nowMillis`: the Caller when the token is one already
+     * verified and unexpired and the SessionGuard admits it from its cache; undefined means "ask
+     * `verify`" (which also gives every refusal), never "refused".
+     */
+    readonly verifyNow: (authorization: string | undefined, nowMillis: number) => Caller | undefined
+    /**
      * A verifier for another resource of this gateway (the Management API): the same checks with
      * `audience`, challenges naming `resourceMetadata`, and its own cache of verified tokens.
      */
@@ -95,7 +101,15 @@ export const BearerVerifierLive = Layer.scoped(
           return verifyToken(token)
         }
 
-      if (external === undefined || keys === undefined) return withBearer(builtin)
+      // Builtin tokens only: external ones are checked by jose on every request and have no cache here.
+      const builtinNow = (authorization: string | undefined, now: number): Caller | undefined => {
+        if (Option.isNone(guard)) return undefined
+        const token = bearerToken(authorization)
+        const cached = token === undefined ? undefined : verified.get(token, Math.floor(now / 1000))
+        return cached !== undefined && guard.value.checkNow(cached, now) ? cached : undefined
+      }
+
+      if (external === undefined || keys === undefined) return { verify: withBearer(builtin), verifyNow: builtinNow }
       const options = {
         issuer,
         audience,
@@ -114,16 +128,18 @@ export const BearerVerifierLive = Layer.scoped(
                 : rejected(describe(error instanceof jose.errors.JOSEError ? error.code : "ERR"))
           })
         ).pipe(Effect.map(({ payload }) => callerFromClaims(payload)))
-      return withBearer(verifyExternal)
+      return { verify: withBearer(verifyExternal), verifyNow: () => undefined }
     }
 
     const resources = new Map<string, (authorization: string | undefined) => Effect.Effect<Caller, HttpError>>()
+    const mcp = make(config.server.public_url, metadataUrl(config.server.public_url))
     return {
-      verify: make(config.server.public_url, metadataUrl(config.server.public_url)),
+      verify: mcp.verify,
+      verifyNow: mcp.verifyNow,
       forResource: (audience, resourceMetadata) => {
         let verifier = resources.get(audience)
         if (verifier === undefined) {
-          verifier = make(audience, resourceMetadata)
+          verifier = make(audience, resourceMetadata).verify
           resources.set(audience, verifier)
         }
         return verifier

@@ -20,6 +20,8 @@ export class PolicyEngine extends Context.Tag("gateway/PolicyEngine")<
   PolicyEngine,
   {
     readonly view: (caller: Caller) => Effect.Effect<View, HttpError>
+    /** The view `view` would give, when it is built and current at `nowMillis`; undefined means "ask `view`". */
+    readonly viewNow: (caller: Caller, nowMillis: number) => View | undefined
     readonly decide: (view: View, tool: ExposedTool, args: Record<string, unknown> | undefined) => CallDecision
     /** Runs `listener` after every policy change (in-flight work re-checks itself); returns the unsubscribe. */
     readonly onChange: (listener: () => void) => () => void
@@ -66,16 +68,19 @@ export const PolicyEngineLive = Layer.effect(
       })
     }
 
+    // Built since the last policy change, and not past the time its memberships must be confirmed again.
+    const viewNow = (caller: Caller, now: number): View | undefined => {
+      const cached = views.get(caller)
+      return cached !== undefined && cached.epoch === state.epoch() && now < cached.validUntil ? cached : undefined
+    }
+
     return {
-      view: (caller) => {
-        const cached = views.get(caller)
-        const current = cached !== undefined && cached.epoch === state.epoch()
-        // The common case: a view that cannot go stale needs no clock read.
-        if (current && cached.validUntil === Number.POSITIVE_INFINITY) return Effect.succeed(cached)
-        return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          current && now < cached.validUntil ? Effect.succeed(cached) : build(caller, now)
-        )
-      },
+      view: (caller) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const cached = viewNow(caller, now)
+          return cached === undefined ? build(caller, now) : Effect.succeed(cached)
+        }),
+      viewNow,
       decide: (view, tool, args) => decideCall({ view, tool, arguments: args }),
       onChange: state.onChange
     }

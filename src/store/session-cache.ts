@@ -49,6 +49,8 @@ const makeMap = <A>() => {
     return entry.value
   }
   return {
+    /** The cached value, when there is a fresh one; never loads (the request's fast path, src/mcp/edge/post.ts). */
+    peek: (key: string, now: number): A | undefined => fresh(key, now),
     readThrough: <E, R>(key: string, load: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const cached = fresh(key, now)
@@ -87,6 +89,10 @@ export class SessionCache extends Effect.Service<SessionCache>()("gateway/Sessio
         sessions.readThrough(id, load),
       /** The status of user `id` from the cache, else from `load` (cached unless invalidated meanwhile). */
       userStatus: <E, R>(id: string, load: Effect.Effect<string, E, R>) => users.readThrough(id, load),
+      /** The session `id` when the cache holds it fresh at `now` (ms); undefined means: ask `session`. */
+      cachedSession: (id: string, now: number) => sessions.peek(id, now),
+      /** The status of user `id` when the cache holds it fresh at `now` (ms); undefined means: ask `userStatus`. */
+      cachedUserStatus: (id: string, now: number) => users.peek(id, now),
       forgetSessions: (ids: Iterable<string>) =>
         Effect.sync(() => {
           for (const id of ids) sessions.invalidate(id)

@@ -16,6 +16,7 @@ import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { RefreshTokenRepo } from "../../src/store/refresh-tokens.js"
 import { SessionCache } from "../../src/store/session-cache.js"
 import { SessionRepo } from "../../src/store/sessions.js"
+import { toStoredTimestamp } from "../../src/store/timestamp.js"
 import { UserRepo } from "../../src/store/users.js"
 import { storeKinds, testStoreLayer } from "../support/databases.js"
 
@@ -96,6 +97,48 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
       expect(yield* outcome(guard.check({ ...caller, sessionId: "unknown" }))).toBe("unknown session")
       expect(yield* (yield* SessionRepo).revoke(sessionId, "grant_revoked", now)).toBe(1)
       expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
+    }).pipe(Effect.provide(layerFor(kind)))
+  )
+
+  it.scoped("SessionGuard.checkNow admits from the cache alone, and only what check admits", () =>
+    Effect.gen(function* () {
+      const { userId, sessionId, caller, now } = yield* arrange
+      const guard = yield* SessionGuard
+      const at = now.getTime()
+      // Nothing cached yet: "ask check", whatever the session's state.
+      expect(guard.checkNow(caller, at)).toBe(false)
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      expect(guard.checkNow(caller, at)).toBe(true)
+      // Each of check's refusals, from the same cached rows.
+      expect(guard.checkNow({ ...caller, subject: "someone-else" }, at)).toBe(false)
+      expect(guard.checkNow({ ...caller, clientId: "other" }, at)).toBe(false)
+      expect(guard.checkNow({ ...caller, sessionId: undefined }, at)).toBe(false)
+      expect(guard.checkNow({ ...caller, sessionId: "unknown" }, at)).toBe(false)
+      // The cache's 5 seconds are counted from the time the check ran.
+      expect(guard.checkNow(caller, at + 4_999)).toBe(true)
+      expect(guard.checkNow(caller, at + 5_000)).toBe(false)
+      // A session that ends within those 5 seconds is not admitted from the cache once it has ended.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE sessions SET expires_at = ${toStoredTimestamp(new Date(at + 2_000))} WHERE id = ${sessionId}`
+      yield* (yield* SessionCache).forgetSessions([sessionId])
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      expect(guard.checkNow(caller, at + 1_999)).toBe(true)
+      expect(guard.checkNow(caller, at + 2_000)).toBe(false)
+      yield* sql`UPDATE sessions SET expires_at = ${toStoredTimestamp(new Date(at + 8 * 3600_000))} WHERE id = ${sessionId}`
+      yield* (yield* SessionCache).forgetSessions([sessionId])
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      // Disabling and revoking write through the cache: the next checkNow no longer admits.
+      yield* (yield* UserRepo).setStatus(userId, "disabled", now)
+      expect(guard.checkNow(caller, at)).toBe(false)
+      expect(yield* outcome(guard.check(caller))).toBe("the user is not enabled")
+      expect(guard.checkNow(caller, at)).toBe(false)
+      yield* (yield* UserRepo).setStatus(userId, "enabled", now)
+      expect(yield* outcome(guard.check(caller))).toBe("admitted")
+      expect(guard.checkNow(caller, at)).toBe(true)
+      expect(yield* (yield* SessionRepo).revoke(sessionId, "grant_revoked", now)).toBe(1)
+      expect(guard.checkNow(caller, at)).toBe(false)
+      expect(yield* outcome(guard.check(caller))).toBe("the session was revoked")
+      expect(guard.checkNow(caller, at)).toBe(false)
     }).pipe(Effect.provide(layerFor(kind)))
   )
 

@@ -39,7 +39,11 @@ const spyGuard = {
     Effect.suspend(() => {
       guardCalls++
       return Effect.fail(new SessionRejected({ reason: "external tokens have no stored session" }))
-    })
+    }),
+  checkNow: () => {
+    guardCalls++
+    return false
+  }
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))

@@ -76,6 +76,22 @@ describe("bearer tokens on /mcp", () => {
     expect(response.status).toBe(401)
   })
 
+  it("a token answered from the caches is refused on its next request once its session is revoked or it expires", async () => {
+    // The first request verifies the token and caches its checks; the second is answered from them.
+    const revocable = await bearer({ sessionId: "revoked-later" })
+    expect((await rawPost(gateway.mcpUrl, list, revocable)).status).toBe(200)
+    expect((await rawPost(gateway.mcpUrl, list, revocable)).status).toBe(200)
+    revokedSessions.add("revoked-later")
+    expect((await rawPost(gateway.mcpUrl, list, revocable)).status).toBe(401)
+    const expiring = await bearer({ expiresInSeconds: 2 })
+    expect((await rawPost(gateway.mcpUrl, list, expiring)).status).toBe(200)
+    // Its `exp` is at most two seconds after minting, in whole seconds.
+    await new Promise((done) => setTimeout(done, 2_100))
+    const expired = await rawPost(gateway.mcpUrl, list, expiring)
+    expect(expired.status).toBe(401)
+    expect(expired.headers.get("www-authenticate")).toContain('error_description="The token has expired."')
+  })
+
   it("a token that opens no backend: 403 insufficient_scope naming the scopes and the metadata", async () => {
     const response = await rawPost(gateway.mcpUrl, list, await bearer({ scopes: ["other"] }))
     expect(response.status).toBe(403)

@@ -10,11 +10,12 @@ import type { Signer } from "../../src/crypto/signer.js"
  */
 export const revokedSessions = new Set<string>()
 
+const isRevoked = (caller: Caller) => caller.sessionId !== undefined && revokedSessions.has(caller.sessionId)
+
 export const testSessionGuard = Layer.succeed(SessionGuard, {
   check: (caller: Caller) =>
-    caller.sessionId !== undefined && revokedSessions.has(caller.sessionId)
-      ? Effect.fail(new SessionRejected({ reason: "session revoked" }))
-      : Effect.void
+    isRevoked(caller) ? Effect.fail(new SessionRejected({ reason: "session revoked" })) : Effect.void,
+  checkNow: (caller: Caller) => !isRevoked(caller)
 })
 
 export interface TokenOptions {
