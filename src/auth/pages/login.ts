@@ -106,7 +106,7 @@ export const consentPage = (
     html`<h1>Allow <strong>${form.clientId}</strong> to act for you?</h1>
 <p>It will reach <code>${resource}</code> with your permissions${scope.length === 0 ? "" : " and these scopes:"}</p>
 ${scope.length === 0 ? new Html("") : html`<ul>${scope.map((item) => html`<li><code>${item}</code></li>`)}</ul>`}
-<p class="muted">You can withdraw this later under “Applications you allowed” at /sso/grants.</p>
+<p class="muted">You can withdraw this later under &ldquo;Applications you allowed&rdquo; at /sso/grants.</p>
 <form method="post" action="/sso/consent">${hiddenFields(form)}
 <button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny">Deny</button></form>`,
     { formTargets: form.formTargets }
