@@ -23,7 +23,7 @@ const latin1Only = {
       for (const file of Object.keys(result.metafile?.outputs ?? {})) {
         if (!file.endsWith(".js")) continue
         const text = readFileSync(resolve(root, file), "utf8")
-        const at = text.search(/[^\u0000-\u00ff]/u)
+        const at = text.search(/[\u{100}-\u{10ffff}]/u)
         if (at < 0) continue
         const line = text.slice(0, at).split("\n").length
         const context = text.slice(Math.max(0, at - 40), at + 10).replace(/\s+/g, " ")
