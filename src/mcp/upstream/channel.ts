@@ -1,6 +1,6 @@
 import { StringDecoder } from "node:string_decoder"
 import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
-import { type Dispatcher, Pool } from "undici"
+import { Agent, type Dispatcher } from "undici"
 import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
@@ -84,7 +84,12 @@ export interface BackendChannel {
     name: string | undefined,
     options: CallOptions
   ) => Promise<ChannelAnswer>
-  /** Closes the channel's connections; calls still in flight fail. */
+  /**
+   * The channel's kept-alive connections, which the MCP client's fetch shares (src/mcp/upstream/fetch.ts):
+   * one set per backend and generation.
+   */
+  readonly connections: Dispatcher
+  /** Closes the channel's connections, the MCP client's with them; calls still in flight fail. */
   readonly close: () => void
 }
 
@@ -115,15 +120,18 @@ const mediaType = (headers: Record<string, string | string[] | undefined>) => {
   return first === undefined ? "" : first.split(";", 1)[0]!.trim().toLowerCase()
 }
 
-/** What the channel asks of undici: no deadlines of its own (the call's deadline is the channel's). */
-const poolOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
+/** What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's). */
+const connectionOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
 
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
   // Credentials the gateway can renew (OAuth): a 401 drops the token and the request goes once more.
   const renewable = tokens?.invalidate !== undefined
   const maxAnswer = settings.maxAnswer ?? maxBackendAnswer
-  const pool = new Pool(url.origin, poolOptions)
+  // An Agent, not a Pool of the backend's origin: the MCP client's fetch may also reach other origins
+  // (an authorization server's metadata, say).
+  const connections = new Agent(connectionOptions)
+  const { origin } = url
   const path = `${url.pathname}${url.search}`
   let counter = 0
 
@@ -156,7 +164,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
-      .then((headers) => pool.dispatch({ method: "POST", path, headers, body }, ignored))
+      .then((headers) => connections.dispatch({ origin, method: "POST", path, headers, body }, ignored))
       .catch(() => {})
   }
 
@@ -361,7 +369,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         headersFor(session, method, name).then(
           (headers) => {
             if (settled) return
-            pool.dispatch({ method: "POST", path, headers, body }, reader(attempt))
+            connections.dispatch({ origin, method: "POST", path, headers, body }, reader(attempt))
           },
           () => fail("failed", "no token for the backend could be obtained")
         )
@@ -371,8 +379,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
 
   return {
     call,
+    connections,
     close: () => {
-      pool.destroy().catch(() => {})
+      connections.destroy().catch(() => {})
     }
   }
 }

@@ -43,12 +43,6 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
         // result surfaces as an error the caller is told about (docs/mcp.md).
         inputRequired: { autoFulfill: false }
       })
-      const backendFetch = makeBackendFetch()
-      const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
-        requestInit: { headers },
-        fetch: backendFetch.fetch,
-        ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
-      })
       const session = (): BackendSession | undefined => {
         const protocolVersion = client.getNegotiatedProtocolVersion()
         const era = client.getProtocolEra()
@@ -56,11 +50,14 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
         return { era, protocolVersion, sessionId: transport.sessionId }
       }
       const channel = makeBackendChannel({ url: new URL(backend.url), headers, tokens, session, clientInfo })
-      // Closing the client (generation closing, reconnect) also drops both kept-alive connection pools.
-      const closeConnections = () => {
-        backendFetch.close()
-        channel.close()
-      }
+      // The client's requests go over the channel's connections: one set per backend.
+      const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
+        requestInit: { headers },
+        fetch: makeBackendFetch(channel.connections),
+        ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
+      })
+      // Closing the client (generation closing, reconnect) also drops the kept-alive connections.
+      const closeConnections = () => channel.close()
       client.onclose = closeConnections
       try {
         await client.connect(transport, { timeout: Duration.toMillis(backend.timeouts.connect), signal })

@@ -1,34 +1,29 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http"
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
+import { STATUS_CODES } from "node:http"
 import { Readable } from "node:stream"
+import type { Dispatcher } from "undici"
 
 /**
- * The `fetch` the MCP client uses to reach one backend: node:http(s) with keep-alive connections.
+ * The `fetch` the MCP client uses to reach one backend: undici's `request` over the backend
+ * channel's kept-alive connections (`BackendChannel.connections`), so one generation holds one set of
+ * connections per backend, whichever way a request goes.
  *
  * Why not the global fetch: on Node 20 one fetch round trip costs about twice the CPU of the same
- * request over node:http (undici's web streams and request objects), and every /mcp call makes one;
- * see docs/benchmarks.md. What the MCP client needs from fetch is kept: headers, body, abort signal,
- * streamed `text/event-stream` bodies. Redirects are returned, not followed (the MCP client follows
- * same-origin ones itself). TLS verification is Node's default and cannot be turned off here.
+ * request over a plain HTTP client (web streams and request objects per call); see docs/benchmarks.md.
+ * What the MCP client needs from fetch is kept: headers, body, abort signal, streamed
+ * `text/event-stream` bodies. Redirects are returned, not followed (the MCP client follows same-origin
+ * ones itself). TLS verification is Node's default and cannot be turned off here.
  */
-export interface BackendFetch {
-  readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>
-  /** The kept-alive connections. */
-  readonly agents: { readonly http: HttpAgent; readonly https: HttpsAgent }
-  /** Closes the kept-alive connections (the generation is closing). */
-  readonly close: () => void
-}
+export type BackendFetch = (url: string | URL, init?: RequestInit) => Promise<Response>
 
 // A response to these statuses has no body by definition; `new Response` refuses one.
 const nullBodyStatus = new Set([101, 103, 204, 205, 304])
 
-const outgoingHeaders = (headers: RequestInit["headers"], contentLength: number | undefined): OutgoingHttpHeaders => {
-  const result: OutgoingHttpHeaders = {}
+const outgoingHeaders = (headers: RequestInit["headers"]): Record<string, string> => {
+  const result: Record<string, string> = {}
   const source = headers instanceof Headers ? headers : new Headers(headers)
   source.forEach((value, name) => {
     result[name] = value
   })
-  if (contentLength !== undefined) result["content-length"] = contentLength
   return result
 }
 
@@ -39,58 +34,39 @@ const bodyBytes = (body: RequestInit["body"]): Buffer | undefined => {
   throw new TypeError("backend fetch: unsupported request body type")
 }
 
-const responseHeaders = (incoming: IncomingMessage): Headers => {
-  const headers = new Headers()
-  const raw = incoming.rawHeaders
-  for (let at = 0; at + 1 < raw.length; at += 2) headers.append(raw[at]!, raw[at + 1]!)
-  return headers
+const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers => {
+  const result = new Headers()
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined) continue
+    for (const each of Array.isArray(value) ? value : [value]) result.append(name, each)
+  }
+  return result
 }
 
-const toResponse = (incoming: IncomingMessage): Promise<Response> => {
-  const status = incoming.statusCode ?? 0
-  const init = { status, statusText: incoming.statusMessage ?? "", headers: responseHeaders(incoming) }
-  if (nullBodyStatus.has(status)) {
-    incoming.resume()
-    return Promise.resolve(new Response(null, init))
-  }
-  if ((incoming.headers["content-type"] ?? "").startsWith("text/event-stream")) {
-    return Promise.resolve(new Response(Readable.toWeb(incoming) as ReadableStream<Uint8Array>, init))
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
-    incoming.once("end", () => resolve(new Response(Buffer.concat(chunks), init)))
-    incoming.once("error", reject)
-  })
-}
-
-export const makeBackendFetch = (): BackendFetch => {
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) }
-  const fetch = (url: string | URL, init: RequestInit = {}) =>
-    new Promise<Response>((resolve, reject) => {
-      const target = url instanceof URL ? url : new URL(url)
-      const secure = target.protocol === "https:"
-      if (!secure && target.protocol !== "http:")
-        throw new TypeError(`backend fetch: unsupported URL ${target.protocol}`)
-      const body = bodyBytes(init.body)
-      const options = {
-        method: init.method ?? "GET",
-        headers: outgoingHeaders(init.headers, body?.length),
-        agent: secure ? agents.https : agents.http,
-        ...(init.signal === undefined || init.signal === null ? {} : { signal: init.signal })
-      }
-      const outgoing = (secure ? httpsRequest : httpRequest)(target, options, (incoming) => {
-        toResponse(incoming).then(resolve, reject)
-      })
-      outgoing.once("error", reject)
-      outgoing.end(body)
-    })
-  return {
-    fetch,
-    agents,
-    close: () => {
-      agents.http.destroy()
-      agents.https.destroy()
+export const makeBackendFetch =
+  (connections: Dispatcher): BackendFetch =>
+  async (url, init = {}) => {
+    const target = url instanceof URL ? url : new URL(url)
+    if (target.protocol !== "http:" && target.protocol !== "https:") {
+      throw new TypeError(`backend fetch: unsupported URL ${target.protocol}`)
     }
+    const answer = await connections.request({
+      origin: target.origin,
+      path: `${target.pathname}${target.search}`,
+      method: (init.method ?? "GET") as Dispatcher.HttpMethod,
+      headers: outgoingHeaders(init.headers),
+      body: bodyBytes(init.body) ?? null,
+      ...(init.signal === undefined || init.signal === null ? {} : { signal: init.signal })
+    })
+    const status = answer.statusCode
+    const head = { status, statusText: STATUS_CODES[status] ?? "", headers: responseHeaders(answer.headers) }
+    if (nullBodyStatus.has(status)) {
+      await answer.body.dump()
+      return new Response(null, head)
+    }
+    if ((head.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, head)
+    }
+    return new Response(await answer.body.arrayBuffer(), head)
   }
-}

@@ -1,11 +1,13 @@
 /**
- * The node:http `fetch` the MCP client uses towards backends (src/mcp/upstream/fetch.ts), and the headers
- * the /mcp route hands to the SDK: what each must keep from the web-standard contract it replaces.
+ * The `fetch` the MCP client uses towards backends (src/mcp/upstream/fetch.ts), over the backend
+ * channel's connections, and the headers the /mcp route hands to the SDK: what each must keep from the
+ * web-standard contract it replaces.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sdkRequestHeaders } from "../../../src/mcp/edge/post.js"
+import { makeBackendChannel } from "../../../src/mcp/upstream/channel.js"
 import { makeBackendFetch } from "../../../src/mcp/upstream/fetch.js"
 
 let server: Server
@@ -22,7 +24,23 @@ const routes: Record<string, (response: ServerResponse) => void> = {
     response.write('event: message\ndata: {"first":true}\n\n')
     // The second event never comes: a streamed body must not wait for the end.
   },
-  "/hang": () => {}
+  "/hang": () => {},
+  "/rpc": (response) =>
+    response
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(seen.at(-1)?.body ?? "{}").id, result: { ok: true } }))
+}
+
+/** A backend channel on the test server, and the MCP client's fetch over its connections. */
+const opened = () => {
+  const channel = makeBackendChannel({
+    url: new URL(`${base}/rpc`),
+    headers: {},
+    tokens: undefined,
+    session: () => ({ era: "legacy", protocolVersion: "2025-11-25", sessionId: undefined }),
+    clientInfo: { name: "gateway", version: "test" }
+  })
+  return { fetch: makeBackendFetch(channel.connections), channel, close: () => channel.close() }
 }
 
 beforeAll(async () => {
@@ -47,34 +65,43 @@ afterAll(() => {
 })
 
 describe("backend fetch", () => {
-  it("sends method, headers and body, and reads a JSON answer whole over a kept-alive connection", async () => {
-    const { fetch, close } = makeBackendFetch()
+  it("sends method, headers and body, and reads a JSON answer whole over the channel's kept-alive connection", async () => {
+    const { fetch, channel, close } = opened()
     const headers = new Headers({ "content-type": "application/json", "x-api-key": "fixed" })
     for (const id of [1, 2]) {
       const response = await fetch(`${base}/json`, { method: "POST", headers, body: `{"id":${id}}` })
       expect([response.status, response.headers.get("content-type")]).toEqual([200, "application/json"])
       expect(await response.json()).toEqual({ ok: true })
+      // undici takes a finished connection back on the event loop's next turn.
+      await new Promise((done) => setImmediate(done))
     }
     expect(seen.slice(-2).map((each) => [each.method, each.headers["x-api-key"], each.body])).toEqual([
       ["POST", "fixed", '{"id":1}'],
       ["POST", "fixed", '{"id":2}']
     ])
+    // A forwarded call goes over the same connection: one set per backend, not one per client.
+    const signal = new AbortController().signal
+    expect(await channel.call("tools/call", { name: "x" }, "x", { signal, timeoutMs: 5_000 })).toEqual({
+      ok: true,
+      result: { ok: true }
+    })
     expect(sockets.size).toBe(1)
     close()
     await expect.poll(() => sockets.size).toBe(0)
   })
 
   it("hands redirects back instead of following them, and gives bodiless answers a null body", async () => {
-    const { fetch, close } = makeBackendFetch()
+    const { fetch, close } = opened()
     const moved = await fetch(`${base}/moved`, { method: "POST", body: "{}" })
     expect([moved.status, moved.headers.get("location")]).toEqual([307, "/json"])
     const accepted = await fetch(`${base}/accepted`, { method: "POST", body: "{}" })
     expect(accepted.status).toBe(202)
+    expect(moved.statusText).toBe("Temporary Redirect")
     close()
   })
 
   it("streams an event-stream answer, and the abort signal cancels a request in flight", async () => {
-    const { fetch, close } = makeBackendFetch()
+    const { fetch, close } = opened()
     const controller = new AbortController()
     const events = await fetch(`${base}/events`, { method: "POST", body: "{}", signal: controller.signal })
     const reader = events.body!.getReader()
