@@ -2,8 +2,8 @@
 // Why a bundle and not tsc's file-per-module output: loading the thousands of small ES modules of
 // Effect, the MCP SDKs and their dependencies took about 1.2 s of a 1.5 s start; one file starts in
 // about 0.6 s (docs/decisions.md). Type checking stays with `npm run typecheck`.
-import { readFileSync, realpathSync, rmSync } from "node:fs"
-import { resolve } from "node:path"
+import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
+import { dirname, relative, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { build } from "esbuild"
 
@@ -18,17 +18,25 @@ const latin1Only = {
   name: "latin1-only",
   setup(build) {
     build.onEnd((result) => {
-      const errors = []
       const root = build.initialOptions.absWorkingDir ?? process.cwd()
-      for (const file of Object.keys(result.metafile?.outputs ?? {})) {
-        if (!file.endsWith(".js")) continue
-        const text = readFileSync(resolve(root, file), "utf8")
+      // Written by esbuild (the tests' bundle), or still in memory (`npm run build`, below).
+      const files =
+        result.outputFiles?.map((file) => ({ path: file.path, text: () => file.text })) ??
+        Object.keys(result.metafile?.outputs ?? {}).map((path) => ({
+          path,
+          text: () => readFileSync(resolve(root, path), "utf8")
+        }))
+      const errors = []
+      for (const file of files) {
+        if (!file.path.endsWith(".js")) continue
+        const text = file.text()
         const at = text.search(/[\u{100}-\u{10ffff}]/u)
         if (at < 0) continue
         const line = text.slice(0, at).split("\n").length
         const context = text.slice(Math.max(0, at - 40), at + 10).replace(/\s+/g, " ")
+        const code = text.codePointAt(at).toString(16).toUpperCase().padStart(4, "0")
         errors.push({
-          text: `${file}:${line} holds U+${text.codePointAt(at).toString(16).toUpperCase().padStart(4, "0")} ("${context}"): outside Latin-1, the whole file would be kept as two bytes per character; write it as an escape or entity`
+          text: `${relative(root, resolve(root, file.path))}:${line} holds U+${code} ("${context}"): outside Latin-1, the whole file would be kept as two bytes per character; write it as an escape or entity`
         })
       }
       return { errors }
@@ -72,7 +80,14 @@ export const gatewayBuildOptions = {
 // `node scripts/build.mjs` (npm run build) builds; importing this file only reads the settings.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const root = fileURLToPath(new URL("..", import.meta.url))
-  // A clean directory: chunk names carry content hashes, so older builds' chunks would pile up.
-  rmSync(resolve(root, "dist"), { recursive: true, force: true })
-  await build({ ...gatewayBuildOptions, absWorkingDir: root })
+  // Written only once every check passed: a refused build leaves the previous dist/ as it was. Files of
+  // earlier builds stay (a gateway running from dist/ may still load its chunks lazily).
+  const { outputFiles } = await build({ ...gatewayBuildOptions, absWorkingDir: root, write: false })
+  for (const file of outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true })
+    // Executable when it starts with a shebang, as esbuild itself writes it.
+    const executable = file.contents[0] === 0x23 && file.contents[1] === 0x21
+    writeFileSync(file.path, file.contents, { mode: executable ? 0o755 : 0o644 })
+    if (executable) chmodSync(file.path, 0o755)
+  }
 }

@@ -8,7 +8,7 @@ import { UserRepo } from "../../src/store/users.js"
 import { storeKinds } from "../support/databases.js"
 import { authorizePath, Browser, exchange, obtainCode, pkcePair, refresh } from "../support/oauth-client.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
-import { admits, callerOf } from "../support/oauth-session.js"
+import { admits, callerOf, listTools } from "../support/oauth-session.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
@@ -110,14 +110,19 @@ describe.each(storeKinds)("POST /sso/token (%s)", (kind) => {
       const { body } = yield* tokens()
       const access = String(body["access_token"])
       expect(yield* admits(gateway, access)).toBe("admitted")
+      // Over /mcp: the second request is answered from the verified token, session and view caches.
+      expect((yield* listTools(gateway.mcpUrl, access)).status).toBe(200)
+      expect((yield* listTools(gateway.mcpUrl, access)).status).toBe(200)
       const users = yield* inGateway(gateway)(UserRepo)
       const now = new Date(yield* Clock.currentTimeMillis)
       yield* users.setStatus(callerOf(access).subject, "disabled", now)
+      expect((yield* listTools(gateway.mcpUrl, access)).status).toBe(401)
       expect(yield* admits(gateway, access)).toBe("session: the user is not enabled")
       const refreshed = yield* promise(() => refresh(gateway.baseUrl, String(body["refresh_token"])))
       expect(refreshed.body["error"]).toBe("invalid_grant")
       yield* users.setStatus(callerOf(access).subject, "enabled", now)
       expect(yield* admits(gateway, access)).toBe("admitted")
+      expect((yield* listTools(gateway.mcpUrl, access)).status).toBe(200)
     })
   )
 })

@@ -3,6 +3,7 @@
  * docs/errors.md): bearer challenges, metadata documents, origin rules and CORS, and precise
  * answers to bad input, after which the gateway keeps serving.
  */
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
@@ -13,18 +14,19 @@ let alpha: TestBackend
 let gateway: TestGateway
 let unguarded: TestGateway
 const appOrigin = "https://app.example.com"
+const backendsOf = (backend: TestBackend) => [
+  {
+    id: "alpha",
+    url: backend.url,
+    allow_insecure_http: true,
+    required_scopes: ["notes:read"],
+    tool_rules: [{ tools: ["*"] }]
+  }
+]
 
 beforeAll(async () => {
   alpha = await startBackend("alpha", alphaTools)
-  const backends = [
-    {
-      id: "alpha",
-      url: alpha.url,
-      allow_insecure_http: true,
-      required_scopes: ["notes:read"],
-      tool_rules: [{ tools: ["*"] }]
-    }
-  ]
+  const backends = backendsOf(alpha)
   gateway = await startTestGateway({ patch: { backends, allowed_origins: [appOrigin] } })
   unguarded = await startTestGateway({ sessionGuard: false, patch: { backends } })
 })
@@ -90,6 +92,33 @@ describe("bearer tokens on /mcp", () => {
     const expired = await rawPost(gateway.mcpUrl, list, expiring)
     expect(expired.status).toBe(401)
     expect(expired.headers.get("www-authenticate")).toContain('error_description="The token has expired."')
+  })
+
+  it("a request whose token, session and view are cached is decided without asking the session store again", async () => {
+    // Counts how each request is decided: `check` is the Effect path, `checkNow` the cached one.
+    const asked = { check: 0, checkNow: 0 }
+    const counting = await startTestGateway({
+      sessionGuard: {
+        check: () => Effect.sync(() => void asked.check++),
+        checkNow: () => {
+          asked.checkNow++
+          return true
+        }
+      },
+      patch: { backends: backendsOf(alpha) }
+    })
+    try {
+      const headers = { authorization: `Bearer ${await counting.token({ scopes: ["notes:read"] })}` }
+      for (let request = 0; request < 3; request++) {
+        expect((await rawPost(counting.mcpUrl, list, headers)).status).toBe(200)
+      }
+      // The first request verified the token and asked the store; every later decision (two per request
+      // when the body comes after the headers) took the cached answers.
+      expect(asked.check).toBe(1)
+      expect(asked.checkNow).toBeGreaterThanOrEqual(2)
+    } finally {
+      await counting.close()
+    }
   })
 
   it("a token that opens no backend: 403 insufficient_scope naming the scopes and the metadata", async () => {

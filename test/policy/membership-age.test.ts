@@ -17,6 +17,7 @@ import { UserRepo } from "../../src/store/users.js"
 import { createGroup, testActor } from "../support/grants.js"
 import { refresh } from "../support/oauth-client.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+import { listTools } from "../support/oauth-session.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
@@ -63,19 +64,6 @@ const signedInEnterpriseUser = (issuer: string, resource: string) =>
     )
     return { refreshToken: refreshToken.token, access }
   })
-
-const listTools = (url: string, token: string) =>
-  promise(() =>
-    fetch(url, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream"
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
-    })
-  )
 
 describe("enterprise membership max age", () => {
   it.scoped("stops /mcp and refresh once the memberships are older than auth.enterprise_membership_max_age", () =>

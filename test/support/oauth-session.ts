@@ -25,6 +25,20 @@ export const callerOf = (token: string): Caller => {
   }
 }
 
+/** `tools/list` on the gateway's /mcp over real HTTP with `token` (2025-era, no envelope). */
+export const listTools = (mcpUrl: string, token: string) =>
+  Effect.promise(() =>
+    fetch(mcpUrl, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream"
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+    })
+  )
+
 /** What /mcp does with a bearer token in builtin mode: verify the JWT, then the live session. */
 export const admits = (gateway: OAuthGateway, token: string) =>
   inGateway(gateway)(

@@ -13,9 +13,9 @@ import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
  * credentials and the session the client negotiated, and reads the answer as JSON or as a
  * request-scoped SSE stream — without the SDK's per-request schema work, which cost more CPU per
  * forwarded call than the backend itself spent answering it (docs/benchmarks.md). Its requests go
- * through an undici `Pool` of kept-alive connections of its own, driven by `dispatch` handlers: about
- * 40 µs of CPU and of latency less per call than node:http's request and response objects
- * (docs/decisions.md, "Per-call overhead").
+ * through an undici `Agent` of kept-alive connections, which the MCP client's fetch shares, driven by
+ * `dispatch` handlers: about 40 µs of CPU and of latency less per call than node:http's request and
+ * response objects (docs/decisions.md, "Per-call overhead").
  *
  * Cancellation follows the era, as the client SDK does: a 2026-07-28 backend learns of it by its
  * request closing; a 2025-era backend also gets `notifications/cancelled`.

@@ -28,7 +28,7 @@ const clientInfo = { name: "gateway", version }
  * One MCP client per backend and generation, over Streamable HTTP. It negotiates the era (2026-07-28
  * via `server/discover`, else the 2025 `initialize` handshake), and tells `onListChanged` when the
  * backend announces a changed tool, prompt or resource list. The channel shares its credentials and
- * negotiated session, over connections of its own.
+ * negotiated session, and the client's requests go over the channel's connections.
  */
 export const connectBackend = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
   Effect.tryPromise({

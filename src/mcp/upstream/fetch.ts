@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http"
 import { Readable } from "node:stream"
 import type { Dispatcher } from "undici"
+import { maxBackendAnswer } from "./channel.js"
 
 /**
  * The `fetch` the MCP client uses to reach one backend: undici's `request` over the backend
@@ -44,8 +45,9 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
   return result
 }
 
+/** `maxAnswer`: the largest JSON answer read whole (an SSE answer is streamed), as the channel's limit. */
 export const makeBackendFetch =
-  (connections: Dispatcher): BackendFetch =>
+  (connections: Dispatcher, maxAnswer: number = maxBackendAnswer): BackendFetch =>
   async (url, init = {}) => {
     const target = url instanceof URL ? url : new URL(url)
     if (target.protocol !== "http:" && target.protocol !== "https:") {
@@ -60,6 +62,11 @@ export const makeBackendFetch =
       ...(init.signal === undefined || init.signal === null ? {} : { signal: init.signal })
     })
     const status = answer.statusCode
+    // undici takes any three digits; a web Response only 200-599 (a 1xx is never final here).
+    if (status < 200 || status > 599) {
+      discard(answer.body)
+      throw new TypeError(`backend fetch: the backend answered with status ${status}`)
+    }
     const head = { status, statusText: STATUS_CODES[status] ?? "", headers: responseHeaders(answer.headers) }
     if (nullBodyStatus.has(status)) {
       await answer.body.dump()
@@ -68,5 +75,26 @@ export const makeBackendFetch =
     if ((head.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
       return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, head)
     }
-    return new Response(await answer.body.arrayBuffer(), head)
+    return new Response(await wholeBody(answer.body, maxAnswer), head)
   }
+
+/** Closes a body nobody will read, and its connection (undici reports that as an error: not one here). */
+const discard = (body: Dispatcher.ResponseData["body"]) => {
+  body.on("error", () => {})
+  body.destroy()
+}
+
+/** A body read whole, refused (and its connection closed) past `limit` bytes. */
+const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number): Promise<Buffer> => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length
+    if (size > limit) {
+      discard(body)
+      throw new TypeError(`backend fetch: the backend's answer is larger than ${limit} bytes`)
+    }
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks)
+}

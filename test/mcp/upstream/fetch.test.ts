@@ -25,6 +25,9 @@ const routes: Record<string, (response: ServerResponse) => void> = {
     // The second event never comes: a streamed body must not wait for the end.
   },
   "/hang": () => {},
+  // Bodies that never end: refusing them must close their connections, or they would be held forever.
+  "/odd": (response) => response.writeHead(799, { "content-type": "application/json" }).write("{"),
+  "/big": (response) => response.writeHead(200, { "content-type": "application/json" }).write(`"${"x".repeat(4096)}`),
   "/rpc": (response) =>
     response
       .writeHead(200, { "content-type": "application/json" })
@@ -32,7 +35,7 @@ const routes: Record<string, (response: ServerResponse) => void> = {
 }
 
 /** A backend channel on the test server, and the MCP client's fetch over its connections. */
-const opened = () => {
+const opened = (maxAnswer?: number) => {
   const channel = makeBackendChannel({
     url: new URL(`${base}/rpc`),
     headers: {},
@@ -40,7 +43,7 @@ const opened = () => {
     session: () => ({ era: "legacy", protocolVersion: "2025-11-25", sessionId: undefined }),
     clientInfo: { name: "gateway", version: "test" }
   })
-  return { fetch: makeBackendFetch(channel.connections), channel, close: () => channel.close() }
+  return { fetch: makeBackendFetch(channel.connections, maxAnswer), channel, close: () => channel.close() }
 }
 
 beforeAll(async () => {
@@ -114,6 +117,21 @@ describe("backend fetch", () => {
     const pending = fetch(`${base}/hang`, { method: "POST", body: "{}", signal: hanging.signal })
     setTimeout(() => hanging.abort(), 50)
     await expect(pending).rejects.toThrow(/abort/i)
+    close()
+  })
+  it("refuses a status a web Response cannot carry, and an answer past the size limit, closing its connection", async () => {
+    const { fetch, close } = opened(1024)
+    // The earlier tests' connections are gone first.
+    await expect.poll(() => sockets.size).toBe(0)
+    await expect(fetch(`${base}/odd`, { method: "POST", body: "{}" })).rejects.toThrow(
+      "backend fetch: the backend answered with status 799"
+    )
+    await expect.poll(() => sockets.size).toBe(0)
+    await expect(fetch(`${base}/big`, { method: "POST", body: "{}" })).rejects.toThrow(
+      "backend fetch: the backend's answer is larger than 1024 bytes"
+    )
+    await expect.poll(() => sockets.size).toBe(0)
+    expect(await (await fetch(`${base}/json`, { method: "POST", body: "{}" })).json()).toEqual({ ok: true })
     close()
   })
 })
