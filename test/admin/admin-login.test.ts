@@ -15,6 +15,7 @@ import {
   runGatewayCommand,
   startGateway
 } from "../support/gateway-process.js"
+import { postToolsList } from "../support/mcp-clients.js"
 import { Browser, enrollmentSecret, formFields } from "../support/oauth-client.js"
 
 const root = resolve(import.meta.dirname, "../..")
@@ -142,15 +143,7 @@ admin: { listen: "127.0.0.1:${adminPort}" }
     const body = (await listed.json()) as { users: Array<{ username: string }> }
     expect(body.users.map((user) => user.username)).toContain("admin")
     // The same token is no /mcp token: another audience.
-    const mcp = await fetch(`http://127.0.0.1:${port}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream"
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
-    })
+    const mcp = await postToolsList(`http://127.0.0.1:${port}/mcp`, token)
     expect(mcp.status).toBe(401)
   }, 60_000)
 

@@ -14,6 +14,7 @@ import {
   runGatewayCommand,
   startGateway
 } from "../support/gateway-process.js"
+import { postToolsList } from "../support/mcp-clients.js"
 
 const cleanup: Array<() => Promise<void>> = []
 afterAll(async () => {
@@ -26,16 +27,7 @@ auth: { issuer: "http://127.0.0.1:${port}/sso" }
 storage: { type: sqlite, path: "${database}" }
 `
 
-const listTools = (gateway: GatewayProcess, token: string) =>
-  fetch(`${gateway.baseUrl}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream"
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
-  })
+const listTools = (gateway: GatewayProcess, token: string) => postToolsList(`${gateway.baseUrl}/mcp`, token)
 
 const refusal = "dev-token runs only against a development setup"
 const onlyDev = "development tokens are accepted only by a gateway started with --dev"

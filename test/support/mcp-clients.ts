@@ -24,6 +24,13 @@ export const connectV1Client = async (url: string, token: string) => {
 }
 
 /** A raw JSON-RPC POST to /mcp (2025-era headers), for the error cases SDK clients never produce. */
+/** A 2025-era `tools/list` (no envelope), as a raw request body. */
+export const toolsListBody = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+
+/** `tools/list` on /mcp at `mcpUrl` with a bearer token. */
+export const postToolsList = (mcpUrl: string, token: string) =>
+  rawPost(mcpUrl, toolsListBody, { authorization: `Bearer ${token}` })
+
 export const rawPost = (url: string, body: string, headers: Record<string, string> = {}) =>
   fetch(url, {
     method: "POST",

@@ -5,6 +5,7 @@ import { type Caller, SessionGuard } from "../../src/bearer/caller.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { UserRepo } from "../../src/store/users.js"
+import { postToolsList } from "./mcp-clients.js"
 import { inGateway, type OAuthGateway } from "./oauth-gateway.js"
 
 /** The Caller /mcp would build from a gateway access token (claims: docs/authorization-server.md). */
@@ -26,18 +27,7 @@ export const callerOf = (token: string): Caller => {
 }
 
 /** `tools/list` on the gateway's /mcp over real HTTP with `token` (2025-era, no envelope). */
-export const listTools = (mcpUrl: string, token: string) =>
-  Effect.promise(() =>
-    fetch(mcpUrl, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream"
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
-    })
-  )
+export const listTools = (mcpUrl: string, token: string) => Effect.promise(() => postToolsList(mcpUrl, token))
 
 /** What /mcp does with a bearer token in builtin mode: verify the JWT, then the live session. */
 export const admits = (gateway: OAuthGateway, token: string) =>
