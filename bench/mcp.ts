@@ -28,7 +28,7 @@ const DOWN_TOLERANCE_MS = 0.5
 const PAGE_SIZE = 1000
 
 const C1 = { warmup: 300, rounds: 10, block: 150 } as const
-const C32 = { connections: 32, warmupSeconds: 1, seconds: 3 } as const
+const C32 = { connections: 32, warmupSeconds: 1, seconds: 3, rounds: 2 } as const
 const LIST = { warmup: 15, rounds: 24, block: 5 } as const
 
 const echoCall = (url: string, tool: string, token?: string): Target => {
@@ -59,10 +59,11 @@ const listTools = (gateway: McpGateway, cursor?: string): Target => {
 }
 
 /** Two runs of one path: mean rate, every failure, the higher RSS peak. */
-const combined = (first: Throughput, second: Throughput): Throughput => ({
-  requestsPerSecond: (first.requestsPerSecond + second.requestsPerSecond) / 2,
-  failed: first.failed + second.failed,
-  peakRssMb: Math.max(first.peakRssMb ?? 0, second.peakRssMb ?? 0) || undefined
+/** Runs of one path together: mean req/s, every failure, the highest RSS. */
+const combined = (runs: ReadonlyArray<Throughput>): Throughput => ({
+  requestsPerSecond: runs.reduce((sum, run) => sum + run.requestsPerSecond, 0) / runs.length,
+  failed: runs.reduce((sum, run) => sum + run.failed, 0),
+  peakRssMb: Math.max(...runs.map((run) => run.peakRssMb ?? 0)) || undefined
 })
 
 interface ListFigures {
@@ -147,13 +148,18 @@ export const run = async (): Promise<Table> => {
     const stream = { direct: median(streamDirectMs), gateway: median(streamGatewayMs) }
     const streamOverhead = stream.gateway - stream.direct
 
-    // ABBA: whichever runs first meets a colder backend, so each path runs once early and once late.
-    const directFirst = await throughput(direct, C32)
-    const gatewayFirst = await throughput(through, C32, gateway.child.pid)
-    const gatewaySecond = await throughput(through, C32, gateway.child.pid)
-    const directSecond = await throughput(direct, C32)
-    const directLoad = combined(directFirst, directSecond)
-    const gatewayLoad = combined(gatewayFirst, gatewaySecond)
+    // ABBA: whichever runs first meets a colder backend, so each path runs once early and once late;
+    // repeated, because on a shared machine one 3-second run can differ from the next by a fifth.
+    const directRuns: Array<Throughput> = []
+    const gatewayRuns: Array<Throughput> = []
+    for (let round = 0; round < C32.rounds; round++) {
+      directRuns.push(await throughput(direct, C32))
+      gatewayRuns.push(await throughput(through, C32, gateway.child.pid))
+      gatewayRuns.push(await throughput(through, C32, gateway.child.pid))
+      directRuns.push(await throughput(direct, C32))
+    }
+    const directLoad = combined(directRuns)
+    const gatewayLoad = combined(gatewayRuns)
     const share = gatewayLoad.requestsPerSecond / directLoad.requestsPerSecond
     const listLoad = await throughput(listTools(gateway), C32, gateway.child.pid)
 
@@ -284,7 +290,7 @@ export const run = async (): Promise<Table> => {
           "2026-07-28 (`_meta` envelope, `Mcp-Method`/`Mcp-Name`) except the 2025-era rows (no envelope, " +
           "`MCP-Protocol-Version: 2025-11-25`; the backend answers those as SSE). c=1: one keep-alive connection, node:http timed " +
           `with process.hrtime, ${C1.rounds} interleaved blocks of ${C1.block} per path after ${C1.warmup} warm-up ` +
-          `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured, twice per path (ABBA), mean. ` +
+          `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured, ${2 * C32.rounds} times per path (ABBA × ${C32.rounds}), mean. ` +
           `tools/list walks every page (default page_size ${PAGE_SIZE}), ${LIST.rounds}×${LIST.block} walks per gateway, interleaved (ABBA).`,
         `Load generator, backend and gateway share ${availableParallelism()} cores: at c=${C32.connections} the ` +
           "gateway competes for CPU with the backend it forwards to, so the throughput share is a floor."
