@@ -17,7 +17,7 @@ import { maxBackendAnswer } from "./channel.js"
 export type BackendFetch = (url: string | URL, init?: RequestInit) => Promise<Response>
 
 // A response to these statuses has no body by definition; `new Response` refuses one.
-const nullBodyStatus = new Set([101, 103, 204, 205, 304])
+const nullBodyStatus = new Set([204, 205, 304])
 
 const outgoingHeaders = (headers: RequestInit["headers"]): Record<string, string> => {
   const result: Record<string, string> = {}
