@@ -52,8 +52,12 @@ const newApprovalId = () => `apr_${randomBytes(16).toString("base64url")}`
 const intentContext = (id: string) => `approval_intent:${id}`
 const resultContext = (id: string) => `approval_result:${id}`
 const decoder = new TextDecoder()
-/** Open approvals the review list reads at most. */
+/** Open approvals the review list shows at most. */
 const LIST_LIMIT = 2000
+/** Open approvals read per query while the review list is built, oldest first. */
+const LIST_PAGE = 500
+/** Open approvals one review list reads at most: a list its reviewer may see little of stays quick. */
+const LIST_SCAN = 20_000
 
 /** The approval log line's fields: never arguments, results or secrets. */
 const fieldsOf = (row: ApprovalRow) => ({
@@ -317,15 +321,26 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     })
 
     /**
-     * What this reviewer may see on the review page: open approvals they may act on, and their own
-     * requests (the oldest `LIST_LIMIT` open ones are read; due ones expire first, in one update).
+     * What this reviewer may see on the review page, oldest first: open approvals they may act on, and
+     * their own requests — up to `LIST_LIMIT`, from at most the `LIST_SCAN` oldest open ones, read a
+     * page at a time (due ones expire first, in one update).
      */
     const openFor = Effect.fn("Approvals.openFor")(function* (reviewer: Reviewer) {
       yield* expireDue(yield* now)
-      const rows = yield* repo.listOpen(LIST_LIMIT)
-      return rows.filter(
-        (row) => reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user)
-      )
+      const shown: Array<ApprovalRow> = []
+      let after: ApprovalRow | undefined
+      for (let read = 0; read < LIST_SCAN && shown.length < LIST_LIMIT; read += LIST_PAGE) {
+        const page = yield* repo.listOpen(
+          LIST_PAGE,
+          after === undefined ? undefined : { createdAt: after.created_at, id: after.id }
+        )
+        for (const row of page) {
+          if (reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user)) shown.push(row)
+        }
+        if (page.length < LIST_PAGE) break
+        after = page[page.length - 1]
+      }
+      return shown.slice(0, LIST_LIMIT)
     })
 
     /**

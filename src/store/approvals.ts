@@ -314,10 +314,19 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     })
 
     /** What reviewers may act on: pending and approved, oldest first. */
-    const listOpen = Effect.fn("ApprovalRepo.listOpen")(function* (limit: number) {
+    /** Open approvals oldest first, `limit` of them; `after`: the page after this row (keyset). */
+    const listOpen = Effect.fn("ApprovalRepo.listOpen")(function* (
+      limit: number,
+      after?: { readonly createdAt: Date; readonly id: string }
+    ) {
+      const stamp = after === undefined ? undefined : toStoredTimestamp(after.createdAt)
+      const from =
+        after === undefined
+          ? sql``
+          : sql`AND (created_at > ${stamp} OR (created_at = ${stamp} AND id > ${after.id}))`
       // Never the sealed intent or result: a list reads many rows, and shows neither.
       return yield* sql`SELECT ${sql.literal(LIST_COLUMNS)}, NULL AS intent_sealed, NULL AS result_sealed
-        FROM approvals WHERE state IN ('pending', 'approved')
+        FROM approvals WHERE state IN ('pending', 'approved') ${from}
         ORDER BY created_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
     })
 

@@ -27,6 +27,7 @@ import {
   doneOf,
   ISSUER,
   newPeople,
+  newReviewer,
   pendingOf,
   requestWrite,
   sharedApprovalStores,
@@ -368,6 +369,38 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
       const third = yield* repoApprovalIn(plus(at, 3), "pending")
       expect((yield* repo.listOpen(10)).map((row) => row.id)).toEqual([first.id, second.id, third.id])
       expect((yield* repo.listOpen(1)).map((row) => row.id)).toEqual([first.id])
+    }).pipe(Effect.provide(stores.layer(kind)))
+  )
+
+  it.scoped("listOpen pages by creation time and id: the page after a row starts right behind it", () =>
+    Effect.gen(function* () {
+      const repo = yield* ApprovalRepo
+      const at = yield* now
+      // Two created in the same millisecond: their ids order them.
+      const [tieA, tieB] = [yield* repoApprovalIn(at, "pending"), yield* repoApprovalIn(at, "pending")].sort((a, b) =>
+        a.id < b.id ? -1 : 1
+      )
+      const later = yield* repoApprovalIn(plus(at, 1), "approved")
+      const page = (after: ApprovalRow) => repo.listOpen(10, { createdAt: after.created_at, id: after.id })
+      expect((yield* page(tieA!)).map((row) => row.id)).toEqual([tieB!.id, later.id])
+      expect((yield* page(tieB!)).map((row) => row.id)).toEqual([later.id])
+      expect(yield* page(later)).toEqual([])
+    }).pipe(Effect.provide(stores.layer(kind)))
+  )
+
+  it.scoped("the review list finds a reviewer's approvals behind 2,000 open ones they may not see", () =>
+    Effect.gen(function* () {
+      const repo = yield* ApprovalRepo
+      const at = yield* now
+      // Older, and reviewed by a named reviewer only: not this reviewer's to see.
+      for (let index = 0; index < 2_100; index++) {
+        const hidden = newApproval(plus(at, index), { subject: `hidden-${index}`, approvers: ["local:someone-else"] })
+        createdOf(yield* repo.create(hidden, 20))
+      }
+      const mine = createdOf(yield* repo.create(newApproval(plus(at, 5_000), { subject: "bob" }), 20))
+      const reviewer = yield* newReviewer
+      const listed = yield* (yield* Approvals).openFor(reviewer)
+      expect(listed.map((row) => row.id)).toEqual([mine.id])
     }).pipe(Effect.provide(stores.layer(kind)))
   )
 
