@@ -321,9 +321,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     ) {
       const stamp = after === undefined ? undefined : toStoredTimestamp(after.createdAt)
       const from =
-        after === undefined
-          ? sql``
-          : sql`AND (created_at > ${stamp} OR (created_at = ${stamp} AND id > ${after.id}))`
+        after === undefined ? sql`` : sql`AND (created_at > ${stamp} OR (created_at = ${stamp} AND id > ${after.id}))`
       // Never the sealed intent or result: a list reads many rows, and shows neither.
       return yield* sql`SELECT ${sql.literal(LIST_COLUMNS)}, NULL AS intent_sealed, NULL AS result_sealed
         FROM approvals WHERE state IN ('pending', 'approved') ${from}
