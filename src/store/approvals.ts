@@ -313,18 +313,24 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
         revision = revision + 1 WHERE state = 'executing' RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
     })
 
-    /** What reviewers may act on: pending and approved, oldest first. */
-    /** Open approvals oldest first, `limit` of them; `after`: the page after this row (keyset). */
+    /**
+     * Open approvals (pending and approved) oldest first by (created_at, id), `limit` of them; `after`:
+     * the page after this row. A range of the `approvals_open` index. `created_at` is always written
+     * from a JS Date (milliseconds), so a cursor read back from a row matches it exactly.
+     */
     const listOpen = Effect.fn("ApprovalRepo.listOpen")(function* (
       limit: number,
       after?: { readonly createdAt: Date; readonly id: string }
     ) {
-      const stamp = after === undefined ? undefined : toStoredTimestamp(after.createdAt)
+      // A row-value comparison, which both stores use as the index's range (an OR would be a filter).
       const from =
-        after === undefined ? sql`` : sql`AND (created_at > ${stamp} OR (created_at = ${stamp} AND id > ${after.id}))`
+        after === undefined ? sql`` : sql`AND (created_at, id) > (${toStoredTimestamp(after.createdAt)}, ${after.id})`
+      // SQLite keeps no statistics here (nothing runs ANALYZE) and would rather scan `approvals_state`
+      // and sort: it is told the index (an error, not a slow scan, if the index could not serve).
+      const index = sql.onDialectOrElse({ sqlite: () => sql`INDEXED BY approvals_open`, orElse: () => sql`` })
       // Never the sealed intent or result: a list reads many rows, and shows neither.
       return yield* sql`SELECT ${sql.literal(LIST_COLUMNS)}, NULL AS intent_sealed, NULL AS result_sealed
-        FROM approvals WHERE state IN ('pending', 'approved') ${from}
+        FROM approvals ${index} WHERE state IN ('pending', 'approved') ${from}
         ORDER BY created_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
     })
 

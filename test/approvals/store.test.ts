@@ -372,35 +372,49 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
     }).pipe(Effect.provide(stores.layer(kind)))
   )
 
-  it.scoped("listOpen pages by creation time and id: the page after a row starts right behind it", () =>
+  it.scoped("listOpen pages by creation time, then id: walked one row at a time it gives the whole list", () =>
     Effect.gen(function* () {
       const repo = yield* ApprovalRepo
       const at = yield* now
-      // Two created in the same millisecond: their ids order them.
-      const [tieA, tieB] = [yield* repoApprovalIn(at, "pending"), yield* repoApprovalIn(at, "pending")].sort((a, b) =>
-        a.id < b.id ? -1 : 1
-      )
-      const later = yield* repoApprovalIn(plus(at, 1), "approved")
-      const page = (after: ApprovalRow) => repo.listOpen(10, { createdAt: after.created_at, id: after.id })
-      expect((yield* page(tieA!)).map((row) => row.id)).toEqual([tieB!.id, later.id])
-      expect((yield* page(tieB!)).map((row) => row.id)).toEqual([later.id])
-      expect(yield* page(later)).toEqual([])
+      const create = (createdAt: Date, id: string, state: "pending" | "approved" = "pending") =>
+        repoApprovalIn(createdAt, state, { id, operationKey: `key-${id}` })
+      // Created first, with the id that sorts last; three created in one millisecond; then one whose
+      // id sorts before all of them: the creation time orders first, the id only within a millisecond.
+      yield* create(at, "apr_z_first")
+      for (const id of ["apr_m_tie_c", "apr_m_tie_a", "apr_m_tie_b"]) yield* create(plus(at, 1), id)
+      yield* create(plus(at, 2), "apr_a_last", "approved")
+      const whole = (yield* repo.listOpen(100)).map((row) => row.id)
+      expect(whole).toEqual(["apr_z_first", "apr_m_tie_a", "apr_m_tie_b", "apr_m_tie_c", "apr_a_last"])
+      const walked: Array<string> = []
+      for (let page = yield* repo.listOpen(1); page.length > 0; ) {
+        const row = page[0]!
+        walked.push(row.id)
+        page = yield* repo.listOpen(1, { createdAt: row.created_at, id: row.id })
+      }
+      expect(walked).toEqual(whole)
     }).pipe(Effect.provide(stores.layer(kind)))
   )
 
-  it.scoped("the review list finds a reviewer's approvals behind 2,000 open ones they may not see", () =>
+  it.scoped("the review list shows a reviewer's oldest 2,000, found behind 2,000 open ones they may not see", () =>
     Effect.gen(function* () {
       const repo = yield* ApprovalRepo
       const at = yield* now
+      const open = (index: number, overrides: Partial<NewApproval>) =>
+        Effect.map(repo.create(newApproval(plus(at, index), overrides), 20), createdOf)
       // Older, and reviewed by a named reviewer only: not this reviewer's to see.
-      for (let index = 0; index < 2_100; index++) {
-        const hidden = newApproval(plus(at, index), { subject: `hidden-${index}`, approvers: ["local:someone-else"] })
-        createdOf(yield* repo.create(hidden, 20))
-      }
-      const mine = createdOf(yield* repo.create(newApproval(plus(at, 5_000), { subject: "bob" }), 20))
-      const reviewer = yield* newReviewer
-      const listed = yield* (yield* Approvals).openFor(reviewer)
-      expect(listed.map((row) => row.id)).toEqual([mine.id])
+      yield* Effect.forEach(
+        Array.from({ length: 2_100 }, (_, index) => index),
+        (index) => open(index, { subject: `hidden-${index}`, approvers: ["local:someone-else"] }),
+        { concurrency: 8 }
+      )
+      // Newer, and any approver's: one more than the list shows.
+      const visible = yield* Effect.forEach(
+        Array.from({ length: 2_001 }, (_, index) => index),
+        (index) => open(10_000 + index, { subject: `visible-${index}` }),
+        { concurrency: 8 }
+      )
+      const listed = (yield* (yield* Approvals).openFor(yield* newReviewer)).map((row) => row.id)
+      expect(listed).toEqual(visible.slice(0, 2_000).map((row) => row.id))
     }).pipe(Effect.provide(stores.layer(kind)))
   )
 
