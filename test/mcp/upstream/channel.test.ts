@@ -100,6 +100,10 @@ const renewingTokens = () => {
   return tokens
 }
 
+/** A `tools/call` over a 2026-07-28 channel whose credentials renew after a 401. */
+const callRenewing = (url: URL) =>
+  channel(modern, { url, tokens: renewingTokens() }).call("tools/call", { name: "x" }, "x", options())
+
 /** A raw 401 that promises 100 bytes of body and sends 6. */
 const unfinishedRefusal = "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\ndenied"
 
@@ -384,12 +388,7 @@ describe("the backend channel", () => {
       setTimeout(() => socket.end(rawResult(body)), 150)
     })
     try {
-      const answer = await channel(modern, { url: server.url, tokens: renewingTokens() }).call(
-        "tools/call",
-        { name: "x" },
-        "x",
-        options()
-      )
+      const answer = await callRenewing(server.url)
       expect(answer).toEqual({ ok: true, result: { content: [] } })
     } finally {
       server.close()
@@ -411,12 +410,7 @@ describe("the backend channel", () => {
       socket.write(rawResult(body))
     })
     try {
-      const answer = await channel(modern, { url: server.url, tokens: renewingTokens() }).call(
-        "tools/call",
-        { name: "x" },
-        "x",
-        options()
-      )
+      const answer = await callRenewing(server.url)
       expect(answer).toEqual({ ok: true, result: { content: [] } })
       expect(refusals).toBe(1)
       await expect.poll(() => refusalClosed, { timeout: 3_000 }).toBe(true)
