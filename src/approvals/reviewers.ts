@@ -43,6 +43,10 @@ export const listedIn = (subjects: ReadonlyArray<string>, reviewer: Reviewer): b
 export const isRequester = (row: ApprovalRow, user: UserRow) =>
   row.subject === user.id || (user.external_subject !== null && row.subject === user.external_subject)
 
+/** A reviewer sees an approval they may act on, and a requester their own; nobody else learns it exists. */
+export const mayView = (row: ApprovalRow, reviewer: Reviewer) =>
+  isRequester(row, reviewer.user) || reviewRefusal(row, reviewer, "reject") === undefined
+
 /**
  * Who may review what (docs/approvals.md, "Reviewers"), in one place: the approver role held now, the
  * rule's `approvers` list when it has one, and never one's own request for a vote (no self-approval,

@@ -9,7 +9,7 @@ import { ApprovalRepo, type ApprovalRow, type ApprovalState, type VoteRow } from
 import type { UserRow } from "../store/users.js"
 import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
 import { effectivePolicy } from "./policy.js"
-import { isRequester, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
+import { mayView, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
 import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT, MAX_INTENT_BYTES } from "./settings.js"
 
 /** A write that needs approval, as ToolCalls hands it over after the PolicyEngine said NeedsApproval. */
@@ -334,9 +334,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           LIST_PAGE,
           after === undefined ? undefined : { createdAt: after.created_at, id: after.id }
         )
-        for (const row of page) {
-          if (reviewRefusal(row, reviewer, "reject") === undefined || isRequester(row, reviewer.user)) shown.push(row)
-        }
+        for (const row of page) if (mayView(row, reviewer)) shown.push(row)
         if (page.length < LIST_PAGE) break
         after = page[page.length - 1]
       }

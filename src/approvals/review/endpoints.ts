@@ -16,7 +16,7 @@ import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import type { ApprovalRow } from "../../store/approvals.js"
 import { UserRepo } from "../../store/users.js"
 import { APPROVAL_ID } from "../intent.js"
-import { isRequester, type Reviewer, reviewRefusal } from "../reviewers.js"
+import { isRequester, mayView, type Reviewer, reviewRefusal } from "../reviewers.js"
 import { Approvals, type ReviewOutcome } from "../service.js"
 import { approvalSettingsOf } from "../settings.js"
 import { StepUps } from "../step-up.js"
@@ -65,10 +65,6 @@ const itemOf = (row: ApprovalRow, reviewer: Reviewer) =>
     })
     return { row, requester, mine: isRequester(row, reviewer.user) } satisfies ReviewItem
   })
-
-/** A reviewer sees an approval they may act on, and a requester their own; nobody else learns it exists. */
-const mayView = (row: ApprovalRow, reviewer: Reviewer) =>
-  isRequester(row, reviewer.user) || reviewRefusal(row, reviewer, "reject") === undefined
 
 /** `GET /sso/approvals` */
 export const listEndpoint = answerPage(
