@@ -1,4 +1,9 @@
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import { SqlClient } from "@effect/sql"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import type { StorageConfig } from "../src/config/schema.js"
+import { MembershipRepo } from "../src/store/memberships.js"
+import { rawSqlLayer } from "../test/support/databases.js"
 import { DIRECTORY_TOKEN } from "../test/support/directory.js"
 import { storageOf } from "./support/auth-gateway.js"
 import { ensureBuilt } from "./support/build.js"
@@ -63,7 +68,46 @@ const put = async (baseUrl: string, body: string) => {
   return { ms: performance.now() - started, status: response.status, answer }
 }
 
+/** How long `effect` took and the longest the event loop waited meanwhile (the pause other requests saw). */
+const paused = async <A, E>(effect: Effect.Effect<A, E>) => {
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  delay.enable()
+  // It measures from its first tick on: a pause before that is not seen.
+  await new Promise((resume) => setTimeout(resume, 5))
+  const started = performance.now()
+  await Effect.runPromise(effect)
+  const ms = performance.now() - started
+  // The histogram records a pause when its timer fires late, after the pause: one more turn first.
+  await new Promise((resume) => setTimeout(resume, 5))
+  delay.disable()
+  return { ms, longestPauseMs: delay.max / 1e6 }
+}
+
+/**
+ * The member counts the Management API lists per group, counted for the first time after the pushes
+ * (`MembershipRepo.countByGroup`, in this process, on the gateway's database once it has stopped);
+ * baseline: one statement expanding every list, as the gateway counted on SQLite before.
+ */
+const countFigures = async (databaseFile: string) => {
+  const storage: StorageConfig = { type: "sqlite", path: databaseFile }
+  const layer = MembershipRepo.Default.pipe(Layer.provideMerge(rawSqlLayer(storage)))
+  const oneStatement = Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`SELECT j.value AS group_id, COUNT(*) AS members
+      FROM directory_memberships d, json_each(d.group_ids) AS j GROUP BY j.value`
+  )
+  const single = await paused(Effect.provide(oneStatement, layer))
+  const sliced = await paused(
+    Effect.provide(
+      Effect.flatMap(MembershipRepo, (repo) => repo.countByGroup),
+      layer
+    )
+  )
+  return { single, sliced }
+}
+
 interface Figures {
+  readonly count?: Awaited<ReturnType<typeof countFigures>>
   readonly checkOnlyMs: number
   readonly applyMs: number
   readonly reapplyMs: number
@@ -122,7 +166,9 @@ const measure = async (entry: string, kind: "sqlite" | "postgres", perUser: numb
     if (again.status !== 200 || (again.answer["memberships_added"] as number) > MAX_PER_USER) {
       throw new Error(`re-apply answered ${again.status}: ${JSON.stringify(again.answer)}`)
     }
+    await gateway.stop()
     return {
+      ...(kind === "sqlite" ? { count: await countFigures(deployment.databaseFile) } : {}),
       checkOnlyMs: stale.ms,
       applyMs: applied.ms,
       reapplyMs: again.ms,
@@ -165,6 +211,26 @@ export const run = async (): Promise<Table> => {
       rows.push(
         [`${shape}, ${store}: apply (first push)`, ...ms(figures.applyMs, 3_000)],
         [`${shape}, ${store}: re-apply, one person moved`, ...ms(figures.reapplyMs, 1_000)],
+        ...(figures.count === undefined
+          ? []
+          : [
+              [
+                `${shape}, ${store}: member counts after the push, longest pause of the event loop`,
+                formatMs(figures.count.sliced.longestPauseMs),
+                formatMs(figures.count.single.longestPauseMs),
+                formatTimes(figures.count.sliced.longestPauseMs, figures.count.single.longestPauseMs),
+                "≤ 50 ms",
+                verdict(figures.count.sliced.longestPauseMs <= 50)
+              ],
+              [
+                `${shape}, ${store}: member counts after the push, whole count`,
+                formatMs(figures.count.sliced.ms),
+                formatMs(figures.count.single.ms),
+                formatTimes(figures.count.sliced.ms, figures.count.single.ms),
+                "(information)",
+                "—"
+              ]
+            ]),
         [
           `${shape}, ${store}: peak RSS during apply, above idle`,
           formatMb(above),
@@ -181,7 +247,8 @@ export const run = async (): Promise<Table> => {
     columns: ["measure", "gateway", "baseline", "ratio", "target", "verdict"],
     rows,
     notes: [
-      "Baseline: the same body pushed with a stale version — sent, read, parsed and checked, then refused before anything is written (for RSS: the idle gateway). Spawned gateway (`node dist/main.js serve`); RSS sampled every 20 ms. Memberships per user are uniform in the range shown."
+      "Baseline: the same body pushed with a stale version — sent, read, parsed and checked, then refused before anything is written (for RSS: the idle gateway). Spawned gateway (`node dist/main.js serve`); RSS sampled every 20 ms. Memberships per user are uniform in the range shown.",
+      "Member counts (SQLite only: PostgreSQL counts in its own process): the counts `GET /api/v1/identities` shows per group, counted for the first time after the pushes, in the bench's process on the stopped gateway's database; longest pause measured by `monitorEventLoopDelay` (1 ms resolution). Baseline: one statement expanding every list, as the gateway counted on SQLite until it read the lists in slices."
     ]
   }
 }

@@ -5,13 +5,25 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { organizationGroupRow } from "../../src/store/groups.js"
-import { MembershipRepo } from "../../src/store/memberships.js"
+import { COUNT_SLICE, MembershipRepo } from "../../src/store/memberships.js"
 import moveDirectoryMemberships from "../../src/store/migrations/0013_directory_memberships.js"
 import { storeKinds, storeLayer, withStorage } from "../support/databases.js"
 
 const STAMP = "2026-11-26T00:00:00.000Z"
+
+const enterprisePerson = (id: string) => ({
+  id,
+  kind: "enterprise",
+  username: null,
+  display_name: id,
+  status: "enabled",
+  namespace: "corp",
+  external_subject: id,
+  created_at: STAMP,
+  updated_at: STAMP
+})
 
 describe.each(storeKinds)("directory memberships on %s", (kind) => {
   it.scoped(
@@ -85,4 +97,83 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
         expect(yield* sql`SELECT * FROM directory_memberships`).toEqual([])
       })
   )
+
+  it.scoped(
+    "member counts per group span every slice of people the count is read in, and a snapshot applied while counting never leaves counts that mix before and after",
+    () =>
+      Effect.gen(function* () {
+        const context = yield* Layer.build(
+          MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
+        )
+        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+        const repo = yield* Effect.provide(MembershipRepo, context)
+        // More people than two slices hold, in two groups of alternating people, one person in both.
+        const people = Array.from({ length: COUNT_SLICE * 2 + 17 }, (_, at) => `u${String(at).padStart(5, "0")}`)
+        const lists = new Map(people.map((id, at) => [id, at === 0 ? ["g-a", "g-b"] : [at % 2 === 0 ? "g-a" : "g-b"]]))
+        yield* sql`INSERT INTO users ${sql.insert(people.map(enterprisePerson))}`
+        yield* sql`INSERT INTO directory_memberships ${sql.insert(
+          [...lists].map(([user_id, ids]) => ({ user_id, group_ids: JSON.stringify(ids), updated_at: STAMP }))
+        )}`
+        yield* sql`INSERT INTO directory_versions ${sql.insert({ provider: "corp", version: 1, applied_at: STAMP, summary: "{}" })}`
+        const truth = () => {
+          const counts: Record<string, number> = {}
+          for (const ids of lists.values()) for (const id of ids) counts[id] = (counts[id] ?? 0) + 1
+          return counts
+        }
+        const before = truth()
+        expect(before).toEqual({ "g-a": COUNT_SLICE + 9, "g-b": COUNT_SLICE + 9 })
+        expect(Object.fromEntries(yield* repo.countByGroup)).toEqual(before)
+
+        // A snapshot applied since: the first person leaves both groups for g-c.
+        lists.set("u00000", ["g-c"])
+        yield* sql`UPDATE directory_memberships SET group_ids = ${JSON.stringify(["g-c"])} WHERE user_id = 'u00000'`
+        yield* sql`UPDATE directory_versions SET version = 2`
+        expect(Object.fromEntries(yield* repo.countByGroup)).toEqual(truth())
+      })
+  )
+
+  if (kind === "sqlite") {
+    it.scoped(
+      "on SQLite, snapshots applied between the slices the count is read in never leave counts that mix before and after",
+      () =>
+        Effect.gen(function* () {
+          const context = yield* Layer.build(
+            MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
+          )
+          const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+          const repo = yield* Effect.provide(MembershipRepo, context)
+          const people = Array.from({ length: COUNT_SLICE * 3 }, (_, at) => `u${String(at).padStart(5, "0")}`)
+          yield* sql`INSERT INTO users ${sql.insert(people.map(enterprisePerson))}`
+          yield* sql`INSERT INTO directory_memberships ${sql.insert(
+            people.map((user_id) => ({ user_id, group_ids: JSON.stringify(["g-a"]), updated_at: STAMP }))
+          )}`
+          yield* sql`INSERT INTO directory_versions ${sql.insert({ provider: "corp", version: 1, applied_at: STAMP, summary: "{}" })}`
+          // Every turn of the event loop, a snapshot moves everyone to the other group, as one transaction.
+          let applied = 0
+          const apply = sql.withTransaction(
+            Effect.gen(function* () {
+              const group = applied % 2 === 0 ? "g-b" : "g-a"
+              yield* sql`UPDATE directory_memberships SET group_ids = ${JSON.stringify([group])}`
+              yield* sql`UPDATE directory_versions SET version = version + 1`
+              applied += 1
+            })
+          )
+          const snapshots = yield* Effect.fork(
+            Effect.forever(
+              Effect.zipRight(
+                Effect.promise(() => new Promise((resume) => setImmediate(resume))),
+                apply
+              )
+            )
+          )
+          const seen = Object.fromEntries(yield* repo.countByGroup)
+          yield* Fiber.interrupt(snapshots)
+          // Snapshots did land while counting, and what was counted is one of the two states, whole.
+          expect(applied).toBeGreaterThan(1)
+          expect([{ "g-a": people.length }, { "g-b": people.length }]).toContainEqual(seen)
+          const now = applied % 2 === 0 ? "g-a" : "g-b"
+          expect(Object.fromEntries(yield* repo.countByGroup)).toEqual({ [now]: people.length })
+        })
+    )
+  }
 })
