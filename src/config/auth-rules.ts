@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { adminResource } from "../admin/resource.js"
 import { registeredRedirectUriProblem } from "../auth/redirect-uri.js"
 import { requireHttps } from "./address.js"
 import { problem } from "./problem.js"
@@ -81,6 +82,27 @@ export const ssoRedirectUrisValid = rule("ssoRedirectUrisValid", ["auth"], ({ au
   )
 )
 
+/**
+ * A client's resources are the gateway's own (RFC 8707): `server.public_url` for /mcp, the Management
+ * API's resource for `admin-login`. A token for anything else would be refused everywhere, so such a
+ * resource is a mistake, most often a port or host changed in one place and not the other.
+ */
+export const ssoClientResourcesKnown = rule("ssoClientResourcesKnown", ["auth", "server", "admin"], (config) => {
+  if (config.auth.mode !== "builtin") return []
+  const known = [config.server.public_url, adminResource(config), config.admin.public_url].filter(
+    (resource): resource is string => resource !== undefined
+  )
+  const listed = `server.public_url "${config.server.public_url}" or the Management API's "${adminResource(config)}" (admin.listen)`
+  return config.auth.sso.clients.flatMap((client, index) =>
+    client.resources.flatMap((resource, position) =>
+      when(
+        `auth.sso.clients[${index}].resources[${position}]`,
+        known.includes(resource) ? undefined : `"${resource}" is not a resource of this gateway: use ${listed}`
+      )
+    )
+  )
+})
+
 /** The consent portal signs in as one of the downstream clients of the built-in server. */
 export const clientAuthorizationClientRegistered = rule(
   "clientAuthorizationClientRegistered",
@@ -111,6 +133,7 @@ export const authRules: ReadonlyArray<Rule> = [
   upstreamSecure,
   ssoClientIdsUnique,
   ssoRedirectUrisValid,
+  ssoClientResourcesKnown,
   clientAuthorizationClientRegistered,
   directorySecretLength
 ]

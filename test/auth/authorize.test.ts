@@ -147,7 +147,7 @@ describe("GET /sso/authorize", () => {
       expect(location.searchParams.get("error")).toBe("invalid_target")
       // Exact registered query kept; error parameters appended.
       expect(location.searchParams.get("tenant")).toBe("1")
-      web.set("resource", "https://admin.example.com/api")
+      web.set("resource", gateway.adminUrl)
       const chosen = yield* promise(() => browser.get(authorizePath(web)))
       expect(chosen.headers.get("location")).toMatch(/^\/sso\?login=/)
     })

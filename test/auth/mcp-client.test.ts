@@ -26,7 +26,7 @@ const gatewayWithBackend = Effect.gen(function* () {
     (started) => promise(() => started.stop())
   )
   const gateway = yield* oauthGateway({
-    auth: (origin) => ({ sso: { clients: defaultClients(origin) } }),
+    auth: (origin, adminUrl) => ({ sso: { clients: defaultClients(origin, adminUrl) } }),
     patch: {
       backends: [{ id: "alpha", url: backend.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }]
     }

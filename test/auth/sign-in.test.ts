@@ -32,10 +32,10 @@ describe("the sign-in pages", () => {
   it.scoped("GET /sso lists the sign-in methods with a strict CSP, no caching and escaped text", () =>
     Effect.gen(function* () {
       const gateway = yield* oauthGateway({
-        auth: (origin) => ({
+        auth: (origin, adminUrl) => ({
           sso: {
             clients: [
-              ...defaultClients(origin),
+              ...defaultClients(origin, adminUrl),
               {
                 id: `x"><script>alert(1)</script>`,
                 redirect_uris: ["http://127.0.0.1/x"],

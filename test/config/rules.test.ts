@@ -51,6 +51,41 @@ describe("cross-field rules (docs/configuration.md)", () => {
     ])
   })
 
+  it("auth.sso.clients resources are the gateway's own: server.public_url or the Management API's resource", () => {
+    const withResources = (resources: ReadonlyArray<string>, extra: Record<string, unknown> = {}) => ({
+      auth: { sso: { clients: [{ ...client("a"), resources }] } },
+      ...extra
+    })
+    expect(
+      run(auth.ssoClientResourcesKnown, withResources(["https://gw.example.com/mcp", "http://127.0.0.1:8081"]))
+    ).toEqual([])
+    // The port changed in server.public_url and not in the client: the token could never be used.
+    expect(
+      run(
+        auth.ssoClientResourcesKnown,
+        withResources(["https://gw.example.com/mcp", "https://gw.example.com:9443/mcp"])
+      )
+    ).toEqual([
+      'auth.sso.clients[0].resources[1]: "https://gw.example.com:9443/mcp" is not a resource of this gateway: use server.public_url "https://gw.example.com/mcp" or the Management API\'s "http://127.0.0.1:8081" (admin.listen)'
+    ])
+    expect(
+      run(
+        auth.ssoClientResourcesKnown,
+        withResources(["http://127.0.0.1:9081"], { admin: { listen: "127.0.0.1:9081" } })
+      )
+    ).toEqual([])
+    // An external issuer: the clients are not this gateway's to check.
+    expect(
+      run(auth.ssoClientResourcesKnown, {
+        auth: {
+          mode: "external",
+          external: { jwks_url: "https://idp.example.com/jwks" },
+          sso: { clients: [{ ...client("a"), resources: ["https://elsewhere.example.com"] }] }
+        }
+      })
+    ).toEqual([])
+  })
+
   it("client_authorization.client_id names one of auth.sso.clients in builtin mode", () => {
     const patch = (id: string) => ({
       auth: { sso: { clients: [client("portal")] } },

@@ -35,7 +35,7 @@ export interface OAuthGateway {
 export interface OAuthGatewayOptions {
   readonly kind?: StoreKindUnderTest
   /** Keys of `auth` (e.g. `sso`, replacing the default clients), besides `issuer`. */
-  readonly auth?: (origin: string) => Record<string, unknown>
+  readonly auth?: (origin: string, adminUrl: string) => Record<string, unknown>
   /** Other top-level keys (client_authorization, backends, …). */
   readonly patch?: Record<string, unknown>
   /** Extra keys of `server` (e.g. `trusted_proxies`); `listen` and `public_url` are the test's. */
@@ -55,8 +55,11 @@ export const adminClient = (adminUrl: string) => ({
   resources: [adminUrl]
 })
 
-/** Clients every test gateway registers: loopback any-port, loopback fixed port, exact https, custom scheme. */
-export const defaultClients = (origin: string) => [
+/**
+ * Clients every test gateway registers: loopback any-port, loopback fixed port, exact https with two
+ * resources (/mcp and the Management API), custom scheme.
+ */
+export const defaultClients = (origin: string, adminUrl: string) => [
   {
     id: "cli",
     redirect_uris: ["http://127.0.0.1/callback", "http://localhost/callback", "http://[::1]/callback"],
@@ -66,7 +69,7 @@ export const defaultClients = (origin: string) => [
   {
     id: "web",
     redirect_uris: ["https://app.example.com/oauth/callback?tenant=1", "com.example.app:/oauth"],
-    resources: [`${origin}/mcp`, "https://admin.example.com/api"]
+    resources: [`${origin}/mcp`, adminUrl]
   },
   { id: "portal", redirect_uris: ["http://127.0.0.1/portal"], resources: [`${origin}/mcp`] }
 ]
@@ -91,11 +94,11 @@ const build = (options: OAuthGatewayOptions) =>
       server: { listen: `127.0.0.1:${port}`, public_url: `${origin}/mcp`, ...options.server },
       auth: {
         issuer: `${origin}/sso`,
-        ...options.auth?.(origin),
+        ...options.auth?.(origin, adminUrl),
         // Keys of `sso` the test gives replace the default's (clients included); the others stay.
         sso: {
-          clients: [...defaultClients(origin), adminClient(adminUrl)],
-          ...(options.auth?.(origin)["sso"] as object | undefined)
+          clients: [...defaultClients(origin, adminUrl), adminClient(adminUrl)],
+          ...(options.auth?.(origin, adminUrl)["sso"] as object | undefined)
         }
       },
       storage: storage.type === "sqlite" ? storage : { type: "postgres", url: Redacted.value(storage.url) },
