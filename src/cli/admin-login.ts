@@ -3,7 +3,7 @@ import { Console, Effect } from "effect"
 import { adminResource } from "../admin/resource.js"
 import { loadConfig } from "../config/load.js"
 import { LoginFailed, loopbackLogin } from "./loopback-login.js"
-import { DEFAULT_CONFIG_PATH } from "./validate.js"
+import { configOption } from "./validate.js"
 
 /**
  * `gateway admin-login` (docs/management-api.md, "Authentication"): signs an administrator in through
@@ -13,7 +13,7 @@ import { DEFAULT_CONFIG_PATH } from "./validate.js"
 export const adminLoginCommand = Command.make(
   "admin-login",
   {
-    config: Options.file("config").pipe(Options.withDefault(DEFAULT_CONFIG_PATH)),
+    config: configOption,
     client: Options.text("client").pipe(
       Options.withDefault("gateway-admin"),
       Options.withDescription("The auth.sso.clients entry to sign in with (a loopback redirect, the admin resource)")

@@ -69,6 +69,7 @@ export const connectCommand = Command.make(
             credentialsFile: file,
             refreshMarginSeconds: refreshMargin,
             say,
+            opensBrowser: !noBrowser,
             signIn: (onUrl) =>
               Effect.runPromise(
                 loopbackLogin({

@@ -10,7 +10,7 @@ import { DEVELOPER_USERNAME } from "../demo/dev-access.js"
 import { baseLayer } from "../runtime/base.js"
 import { UserRepo } from "../store/users.js"
 import { devKeyFile } from "./serve.js"
-import { DEFAULT_CONFIG_PATH } from "./validate.js"
+import { configOption } from "./validate.js"
 
 /**
  * `gateway dev-token` — DEVELOPMENT ONLY (docs/mcp.md, "Trying it"). Prints a 10-minute access token for
@@ -29,7 +29,7 @@ const notDevelopment = (why: string) =>
 export const devTokenCommand = Command.make(
   "dev-token",
   {
-    config: Options.file("config").pipe(Options.withDefault(DEFAULT_CONFIG_PATH)),
+    config: configOption,
     scope: Options.text("scope").pipe(
       Options.repeated,
       Options.withDescription("A scope to grant (repeatable); default: every backend's required scopes")

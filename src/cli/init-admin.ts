@@ -10,7 +10,7 @@ import { ADMIN_USERNAME, AdminInitError, initAdmin } from "../identity/local/adm
 import { baseLayer, policyRepositories } from "../runtime/base.js"
 import { StoreLive } from "../store/live.js"
 import { resolveConfigKey } from "./serve.js"
-import { DEFAULT_CONFIG_PATH } from "./validate.js"
+import { configOption } from "./validate.js"
 
 const MAX_STDIN_BYTES = 4096
 
@@ -49,7 +49,7 @@ export const readPasswordFrom = (input: Readable & { readonly isTTY?: boolean })
   })
 
 const options = {
-  config: Options.file("config").pipe(Options.withDefault(DEFAULT_CONFIG_PATH)),
+  config: configOption,
   reset: Options.boolean("reset").pipe(
     Options.withDescription("Recover the existing administrator: new password, account enabled, sessions revoked")
   ),

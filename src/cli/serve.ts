@@ -1,8 +1,9 @@
+import { existsSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
 import { Effect, Layer } from "effect"
 import { DevSessionGuard } from "../auth/dev-session.js"
 import { loadConfig } from "../config/load.js"
-import { loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
+import { CONFIG_KEY_HOW_TO, ConfigKeyError, loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
 import { ensureDevelopmentAccess } from "../demo/dev-access.js"
 import { baseLayer } from "../runtime/base.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
@@ -26,6 +27,15 @@ export interface ServeInput {
 export const resolveConfigKey = (env: ServeInput["env"], dev: boolean) =>
   Effect.gen(function* () {
     const text = env["GATEWAY_CONFIG_KEY"]
+    // Most likely the database of `npm start`, which a new key would not open: say which key it has.
+    if (text === undefined && !dev && existsSync(devKeyFile)) {
+      return yield* new ConfigKeyError({
+        message:
+          `GATEWAY_CONFIG_KEY is not set, and ${devKeyFile} is here: a database \`npm start\` created opens only ` +
+          `with that key, as \`gateway serve --dev\` uses it (development only). For production, set ` +
+          `GATEWAY_CONFIG_KEY to a new key on a new database (docs/secrets.md). ${CONFIG_KEY_HOW_TO}`
+      })
+    }
     if (text !== undefined || !dev) return yield* parseConfigKey(text)
     const { key, created } = yield* loadDevConfigKey(devKeyFile)
     process.stderr.write(

@@ -11,12 +11,13 @@ import { loadConfig } from "../config/load.js"
 
 export const DEFAULT_CONFIG_PATH = "config/gateway.yaml"
 
-const config = Options.file("config").pipe(
-  Options.withDescription("path to the YAML configuration"),
+/** `--config`, as every command but `serve` (which names its file explicitly) takes it. */
+export const configOption = Options.file("config").pipe(
+  Options.withDescription(`Path of the YAML configuration file (default: ${DEFAULT_CONFIG_PATH})`),
   Options.withDefault(DEFAULT_CONFIG_PATH)
 )
 
-export const validateCommand = Command.make("validate", { config }, ({ config }) =>
+export const validateCommand = Command.make("validate", { config: configOption }, ({ config }) =>
   // The process edge: the only place the environment is read.
   loadConfig(config, process.env).pipe(Effect.zipRight(Console.log(`${config}: OK`)))
 ).pipe(Command.withDescription("Validate the configuration file (exit 0 valid, 2 invalid)"))

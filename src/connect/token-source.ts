@@ -23,6 +23,8 @@ export interface TokenSourceOptions {
   readonly signIn: (onUrl: (url: string) => void) => Promise<Grant>
   /** One line for the person (standard error). Never given a token. */
   readonly say: (line: string) => void
+  /** Whether the sign-in address is also opened in a browser (`--no-browser`: only printed). */
+  readonly opensBrowser?: boolean
   readonly now?: () => number
 }
 
@@ -162,7 +164,11 @@ export class TokenSource {
   }
 
   private readonly announce = (url: string) => {
-    this.options.say(`Sign in to the gateway in your browser (opened if possible):\n\n  ${url}\n`)
+    this.options.say(
+      this.options.opensBrowser === false
+        ? `Sign in to the gateway: open this address in a browser:\n\n  ${url}\n`
+        : `Sign in to the gateway in your browser (opened if possible):\n\n  ${url}\n`
+    )
   }
 
   private accept(grant: Grant): void {

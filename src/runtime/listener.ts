@@ -7,9 +7,21 @@ import type { Generation } from "./generation.js"
 export class ListenError extends Data.TaggedError("ListenError")<{
   readonly address: string
   readonly reason: string
+  /** The setting that names the address (`server.listen`, `admin.listen`). */
+  readonly setting: string
 }> {
   override get message() {
-    return `cannot listen on ${this.address}: ${this.reason}`
+    const where = `cannot listen on ${this.address} (${this.setting})`
+    if (this.reason === "EADDRINUSE") {
+      return `${where}: the address is in use, most likely by another gateway or program; stop it, or choose another address in ${this.setting}`
+    }
+    if (this.reason === "EACCES") {
+      return `${where}: permission denied (ports below 1024 need privileges); choose a port from 1024 up in ${this.setting}`
+    }
+    if (this.reason === "EADDRNOTAVAIL") {
+      return `${where}: no interface of this machine has that address; choose one it has in ${this.setting}`
+    }
+    return `${where}: ${this.reason}`
   }
 }
 
@@ -72,7 +84,8 @@ export const adminRoute: Route = (generation) => generation.handleAdmin
 export const makeListener = (
   host: string,
   port: number,
-  route: Route = publicRoute
+  route: Route = publicRoute,
+  setting = "server.listen"
 ): Effect.Effect<Listener, ListenError> =>
   Effect.async<Listener, ListenError>((resume) => {
     let current: Generation | undefined
@@ -109,7 +122,7 @@ export const makeListener = (
       route(current)(request, response)
     })
     const onError = (error: NodeJS.ErrnoException) =>
-      resume(Effect.fail(new ListenError({ address: `${host}:${port}`, reason: error.code ?? error.message })))
+      resume(Effect.fail(new ListenError({ address: `${host}:${port}`, reason: error.code ?? error.message, setting })))
     server.once("error", onError)
     server.listen(port, host, () => {
       server.off("error", onError)

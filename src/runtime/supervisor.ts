@@ -49,7 +49,7 @@ export const supervise = (options: SuperviseOptions) =>
       // admin.mode local (the only mode yet): the Management API on admin.listen, loopback only.
       const adminListen = parseListen(loaded.config.admin.listen)!
       const listener = yield* makeListener(listen.host, listen.port)
-      const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute)
+      const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute, "admin.listen")
       for (const each of [listener, adminListener]) {
         listeners.push(each)
         each.activate(generations.current())

@@ -147,6 +147,9 @@ describe("gateway connect (stdio bridge)", () => {
     expect(firstUrl.searchParams.get("client_id")).toBe("gateway-cli")
     expect(firstUrl.searchParams.get("code_challenge_method")).toBe("S256")
     expect(firstUrl.searchParams.get("resource")).toBe(`${gateway.baseUrl}/mcp`)
+    // Run with --no-browser: the address is printed to be opened, not said to be opened.
+    expect(stderr()).toContain("gateway connect: Sign in to the gateway: open this address in a browser:")
+    expect(stderr()).not.toContain("opened if possible")
     expect(await signInWithChromium(firstUrl.href)).toContain("You are signed in")
     await connected
 

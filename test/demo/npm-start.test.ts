@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { connect } from "node:net"
+import { connect, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -29,8 +29,9 @@ afterEach(() => {
   }
 })
 
-const start = async (): Promise<Started> => {
-  const ports = { gateway: await freePort(), admin: await freePort(), demo: await freePort() }
+/** `npm start` on free ports (the demo's: `demoPort` when given), resolved once it serves (`serving: false`: at once). */
+const start = async (options: { readonly demoPort?: number; readonly serving?: boolean } = {}): Promise<Started> => {
+  const ports = { gateway: await freePort(), admin: await freePort(), demo: options.demoPort ?? (await freePort()) }
   const dir = mkdtempSync(join(tmpdir(), "gateway-npm-start-"))
   const configFile = join(dir, "gateway.yaml")
   writeFileSync(
@@ -90,6 +91,7 @@ backends:
     })
   const started: Started = { npm, ports, exited, stderr: () => stderr, waitFor }
   running.push({ started, dir })
+  if (options.serving === false) return started
   await Promise.race([
     waitFor("gateway serving"),
     exited.then((code) => {
@@ -197,5 +199,24 @@ describe("npm start", () => {
     await started.exited
     expect(await allGone(everything, Object.values(started.ports))).toBe(true)
     expect(started.stderr()).toContain('"signal":"SIGTERM"')
+  }, 120_000)
+
+  it("refuses to start when the demo backend's port is taken, rather than connect the demo backend to whatever listens there", async () => {
+    const squatter = createServer((socket) => socket.destroy())
+    const port = await new Promise<number>((done) =>
+      squatter.listen(0, "127.0.0.1", () => done((squatter.address() as { port: number }).port))
+    )
+    try {
+      const started = await start({ demoPort: port, serving: false })
+      expect(await started.exited).toBe(1)
+      expect(started.stderr()).toContain(
+        `the demo notes backend cannot listen on 127.0.0.1:${port}: the port is in use`
+      )
+      expect(started.stderr()).toContain("--demo-port")
+      expect(started.stderr()).not.toContain("gateway serving")
+      expect(await accepts(started.ports.gateway)).toBe(false)
+    } finally {
+      squatter.close()
+    }
   }, 120_000)
 })

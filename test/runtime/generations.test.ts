@@ -94,7 +94,9 @@ describe("a gateway whose listener cannot bind", () => {
     )
     taken.close()
     expect(Exit.isFailure(exit)).toBe(true)
-    expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("EADDRINUSE")
+    expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain(
+      `cannot listen on 127.0.0.1:${port} (server.listen): the address is in use`
+    )
     expect(lines).toContainEqual({ message: ["generation closed"], generation: 1 })
   })
 })

@@ -3,10 +3,11 @@
  * changed on disk (docs/operations.md, "Exit codes"; docs/storage.md).
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { newConfigKey, runGatewayCommand } from "../support/gateway-process.js"
+import { freePort, newConfigKey, runGatewayCommand } from "../support/gateway-process.js"
 
 let dir: string
 beforeEach(() => {
@@ -51,6 +52,43 @@ describe("gateway serve refuses bad input", () => {
     expect(result.stderr).toContain("openssl rand -base64 32")
     expect(readdirSync(dir)).toEqual(["gateway.yaml"])
   })
+
+  it("without GATEWAY_CONFIG_KEY beside npm start's development key file: names that file and --dev, creates nothing", async () => {
+    const file = write("gateway.yaml", config(`  type: sqlite\n  path: ${dir}/data/gateway.db`))
+    mkdirSync(join(dir, "data"))
+    writeFileSync(join(dir, "data/dev-config.key"), `${newConfigKey()}\n`, { mode: 0o600 })
+    const result = await serve(file, {})
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("GATEWAY_CONFIG_KEY is not set, and data/dev-config.key is here")
+    expect(result.stderr).toContain("`gateway serve --dev`")
+    expect(readdirSync(join(dir, "data"))).toEqual(["dev-config.key"])
+  })
+
+  it.each(["server.listen", "admin.listen"])(
+    "an address in use for %s is named with its setting and what to do",
+    async (setting) => {
+      const squatter = createServer()
+      const port = await new Promise<number>((done) =>
+        squatter.listen(0, "127.0.0.1", () => done((squatter.address() as { port: number }).port))
+      )
+      try {
+        const taken = `127.0.0.1:${port}`
+        const free = `127.0.0.1:${await freePort()}`
+        const publicAddress = setting === "server.listen" ? taken : free
+        const file = write(
+          "gateway.yaml",
+          `${config(`  type: sqlite\n  path: ${dir}/gateway.db`).replace("listen: 127.0.0.1:1", `listen: ${publicAddress}`)}admin:\n  listen: ${setting === "admin.listen" ? taken : free}\n`
+        )
+        const result = await serve(file)
+        expect(result.code).toBe(1)
+        expect(result.stderr).toContain(
+          `cannot listen on ${taken} (${setting}): the address is in use, most likely by another gateway or program; stop it, or choose another address in ${setting}`
+        )
+      } finally {
+        squatter.close()
+      }
+    }
+  )
 
   it("a malformed key is refused without echoing it", async () => {
     const file = write("gateway.yaml", config(`  type: sqlite\n  path: ${dir}/gateway.db`))
