@@ -1,4 +1,4 @@
-import { Duration, Effect, Schedule } from "effect"
+import { Clock, Duration, Effect, Schedule } from "effect"
 
 /**
  * Security-relevant events (refusals, revocations, identity and permission changes) write one
@@ -62,6 +62,8 @@ export class SecurityLog extends Effect.Service<SecurityLog>()("gateway/Security
   scoped: Effect.gen(function* () {
     const limiter = new EventLimiter()
     let tallies = new Map<string, Tally>()
+    // When the tallies being kept began: a summary says how long it covers (shorter at shutdown).
+    let since = yield* Clock.currentTimeMillis
 
     const limited = (key: string, event: string, fields: Readonly<Record<string, unknown>>) =>
       Effect.suspend(() => {
@@ -83,9 +85,11 @@ export class SecurityLog extends Effect.Service<SecurityLog>()("gateway/Security
         return Effect.void
       })
 
-    const flush = Effect.suspend(() => {
+    const flush = Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const ended = tallies
+      const seconds = Math.max(1, Math.round((now - since) / 1000))
       tallies = new Map()
+      since = now
       return Effect.forEach(
         [...ended].filter(([, tally]) => tally.count > 0),
         ([address, tally]) =>
@@ -93,7 +97,7 @@ export class SecurityLog extends Effect.Service<SecurityLog>()("gateway/Security
             client_address: address,
             count: tally.count,
             reasons: Object.fromEntries(tally.reasons),
-            interval_seconds: Duration.toSeconds(SUMMARY_INTERVAL)
+            interval_seconds: seconds
           }),
         { discard: true }
       )
