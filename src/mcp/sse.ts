@@ -4,34 +4,51 @@
  * `id`/`retry` are ignored (the gateway never resumes a backend stream), comments are dropped.
  */
 export class SseDecoder {
-  private buffer = ""
+  // The line being received, in the pieces it came in: searched for its end only in each new piece,
+  // and joined once, when it ends (cost linear in the bytes, however the stream is cut).
+  private partial: Array<string> = []
   private data: Array<string> = []
   private event = ""
+  private partialCost = 0
+  private dataCost = 0
 
   constructor(private readonly onMessage: (data: string) => void) {}
 
   push(chunk: string): void {
-    this.buffer += chunk
     let start = 0
     while (true) {
-      const newline = this.buffer.indexOf("\n", start)
+      const newline = chunk.indexOf("\n", start)
       if (newline < 0) break
-      const end = newline > start && this.buffer.charCodeAt(newline - 1) === 13 ? newline - 1 : newline
-      this.line(this.buffer.slice(start, end))
+      let line = chunk.slice(start, newline)
+      if (this.partial.length > 0) {
+        line = this.partial.join("") + line
+        this.partial = []
+        this.partialCost = 0
+      }
+      this.line(line.endsWith("\r") ? line.slice(0, -1) : line)
       start = newline + 1
     }
-    this.buffer = this.buffer.slice(start)
+    if (start < chunk.length) {
+      const rest = start === 0 ? chunk : chunk.slice(start)
+      this.partial.push(rest)
+      this.partialCost += rest.length + PIECE_COST
+    }
   }
 
-  /** Bytes held while waiting for the end of a line: bounded by the caller. */
+  /**
+   * What is held while an event or a line is incomplete, for the caller to bound: characters, plus
+   * `PIECE_COST` for each piece and each data line, so a stream of empty or one-character lines, or of
+   * one-byte pieces, reaches the bound as its memory does.
+   */
   get pending(): number {
-    return this.buffer.length + this.data.reduce((sum, part) => sum + part.length, 0)
+    return this.partialCost + this.dataCost
   }
 
   private line(line: string): void {
     if (line === "") {
       if (this.data.length > 0 && (this.event === "" || this.event === "message")) this.onMessage(this.data.join("\n"))
       this.data = []
+      this.dataCost = 0
       this.event = ""
       return
     }
@@ -40,10 +57,15 @@ export class SseDecoder {
     const field = colon < 0 ? line : line.slice(0, colon)
     let value = colon < 0 ? "" : line.slice(colon + 1)
     if (value.startsWith(" ")) value = value.slice(1)
-    if (field === "data") this.data.push(value)
-    else if (field === "event") this.event = value
+    if (field === "data") {
+      this.data.push(value)
+      this.dataCost += value.length + PIECE_COST
+    } else if (field === "event") this.event = value
   }
 }
+
+/** What one held string costs beyond its characters (object header, array slot), in the bound above. */
+export const PIECE_COST = 64
 
 /** One SSE event carrying a serialized JSON-RPC message, as the MCP SDKs write them. */
 export const sseEventText = (json: string): string => `event: message\ndata: ${json}\n\n`

@@ -103,6 +103,8 @@ export interface ChannelSettings {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** Largest answer accepted (JSON body, or one SSE event); defaults to `maxBackendAnswer`. */
   readonly maxAnswer?: number
+  /** How long a message the gateway sends and needs no answer to may take; defaults to `replyTimeoutMs`. */
+  readonly replyTimeoutMs?: number
 }
 
 /** A backend answer larger than this is refused rather than buffered (JSON) or held (one SSE event). */
@@ -120,8 +122,28 @@ const mediaType = (headers: Record<string, string | string[] | undefined>) => {
   return first === undefined ? "" : first.split(";", 1)[0]!.trim().toLowerCase()
 }
 
-/** What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's). */
-const connectionOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
+/**
+ * Requests a backend may send on one call's stream (roots, sampling, elicitation: each answered with
+ * a message of the gateway's own). More is not a client conversation but a flood, and ends the call.
+ */
+export const maxBackendRequestsPerCall = 32
+
+/** A message the gateway sends and reads no answer to (a reply, a cancellation) gets this long. */
+export const replyTimeoutMs = 10_000
+
+/** Connections to one backend at most: past them, requests wait for one (each within its deadline). */
+export const maxBackendConnections = 256
+
+/**
+ * What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's), and
+ * a bounded number of connections, so no backend can make the gateway hold sockets without limit.
+ */
+const connectionOptions = {
+  pipelining: 1,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+  connections: maxBackendConnections
+} as const
 
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
@@ -161,10 +183,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       : {}
 
   /** Fire and forget: one message the backend needs no answer to (a notification, or our answer to its request). */
+  const replyTimeout = settings.replyTimeoutMs ?? replyTimeoutMs
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
-      .then((headers) => connections.dispatch({ origin, method: "POST", path, headers, body }, ignored))
+      .then((headers) =>
+        connections.dispatch(
+          { origin, method: "POST", path, headers, body, headersTimeout: replyTimeout, bodyTimeout: replyTimeout },
+          ignored
+        )
+      )
       .catch(() => {})
   }
 
@@ -186,6 +214,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           Object.keys(meta).length === 0 ? params : { ...params, _meta: { ...meta, ...asObject(params["_meta"]) } }
       })
       let settled = false
+      let requestsAnswered = 0
       // The attempt in flight (a 401 with renewable credentials starts a second one), and undici's
       // handle on its request, to close it when the call ends early.
       interface Attempt {
@@ -246,6 +275,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         // capabilities, so it answers as the MCP client SDK does, rather than leave the backend waiting.
         const asked = message["id"]
         if (typeof message["method"] === "string" && (typeof asked === "string" || typeof asked === "number")) {
+          if (++requestsAnswered > maxBackendRequestsPerCall) {
+            return fail("failed", `the backend sent more than ${maxBackendRequestsPerCall} requests during one call`)
+          }
           const error = { code: -32601, message: "Method not found" }
           post(session, undefined, { jsonrpc: "2.0", id: asked, error })
         }

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http"
-import { Readable } from "node:stream"
+import { Readable, Transform } from "node:stream"
 import type { Dispatcher } from "undici"
 import { maxBackendAnswer } from "./channel.js"
 
@@ -45,7 +45,10 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
   return result
 }
 
-/** `maxAnswer`: the largest JSON answer read whole (an SSE answer is streamed), as the channel's limit. */
+/**
+ * `maxAnswer`: the largest JSON answer, read whole, and the largest event of an SSE answer, which is
+ * streamed; as the channel's limit.
+ */
 export const makeBackendFetch =
   (connections: Dispatcher, maxAnswer: number = maxBackendAnswer): BackendFetch =>
   async (url, init = {}) => {
@@ -73,7 +76,7 @@ export const makeBackendFetch =
       return new Response(null, head)
     }
     if ((head.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-      return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, head)
+      return new Response(Readable.toWeb(boundedEvents(answer.body, maxAnswer)) as ReadableStream<Uint8Array>, head)
     }
     return new Response(await wholeBody(answer.body, maxAnswer), head)
   }
@@ -97,4 +100,40 @@ const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number): 
     chunks.push(chunk as Buffer)
   }
   return Buffer.concat(chunks)
+}
+
+// How an SSE event ends: an empty line, after LF, CRLF or CR line ends.
+const eventEnds = ["\n\n", "\r\r", "\n\r\n"].map((end) => Buffer.from(end))
+
+/**
+ * An SSE body as it streams to the MCP client, cut — and its connection closed — as soon as one event
+ * grows past `limit` bytes, as the channel refuses it: the client would otherwise hold an endless event.
+ */
+const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number): Readable => {
+  let sinceEnd = 0
+  let carry: Buffer<ArrayBufferLike> = Buffer.alloc(0)
+  const bounded = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      // An end may span two chunks: the last bytes of the one before are searched again.
+      const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk])
+      const end = Math.max(
+        ...eventEnds.map((mark) => {
+          const at = bytes.lastIndexOf(mark)
+          return at < 0 ? -1 : at + mark.length
+        })
+      )
+      sinceEnd = end < 0 ? sinceEnd + chunk.length : bytes.length - end
+      carry = bytes.subarray(Math.max(0, bytes.length - 2))
+      if (sinceEnd > limit) {
+        discard(body)
+        return done(new TypeError(`backend fetch: an event of the backend's stream is larger than ${limit} bytes`))
+      }
+      done(null, chunk)
+    }
+  })
+  body.on("error", (error) => bounded.destroy(error))
+  bounded.on("close", () => {
+    if (!body.destroyed) discard(body)
+  })
+  return body.pipe(bounded)
 }

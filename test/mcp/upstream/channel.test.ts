@@ -7,7 +7,7 @@
  */
 import { type AddressInfo, createServer, type Socket } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { SseDecoder } from "../../../src/mcp/sse.js"
+import { PIECE_COST, SseDecoder } from "../../../src/mcp/sse.js"
 import {
   type BackendChannel,
   type BackendSession,
@@ -177,6 +177,52 @@ describe("the backend channel", () => {
       .toEqual({ jsonrpc: "2.0", id: 41, error: { code: -32601, message: "Method not found" } })
   })
 
+  it("declines at most 32 requests from the backend during one call; the 33rd ends the call", async () => {
+    script = (body) =>
+      body["method"] === "tools/call"
+        ? sse([
+            ...Array.from({ length: 40 }, (_, at) =>
+              event({ jsonrpc: "2.0", id: `b${at}`, method: "roots/list", params: {} })
+            ),
+            event({ jsonrpc: "2.0", id: body["id"], result: { content: [] } })
+          ])
+        : new Response(null, { status: 202 })
+    const failure = await failureOf(channel(legacy).call("tools/call", { name: "x" }, "x", options()))
+    expect((failure as ChannelFailure).message).toBe("the backend sent more than 32 requests during one call")
+    const declined = () => backend.requests.filter((request) => "error" in JSON.parse(request.body)).length
+    await expect.poll(declined).toBe(32)
+    await new Promise((settle) => setTimeout(settle, 100))
+    expect(declined()).toBe(32)
+  })
+
+  it("closes a message it sends and reads no answer to once replyTimeoutMs has passed, when the backend does not answer it", async () => {
+    const closed: Array<string> = []
+    const server = await rawServer((socket, _head, body) => {
+      const message = JSON.parse(body) as Record<string, unknown>
+      if (message["method"] !== "tools/call") {
+        // The gateway's reply: never answered; its connection is closed by the gateway, not left open.
+        socket.once("close", () => closed.push(String(message["id"])))
+        return
+      }
+      const stream = `${event({ jsonrpc: "2.0", id: "b1", method: "roots/list", params: {} })}${event({ jsonrpc: "2.0", id: message["id"], result: { content: [] } })}`
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}`
+      )
+    })
+    try {
+      const answer = await channel(legacy, { url: server.url, replyTimeoutMs: 200 }).call(
+        "tools/call",
+        { name: "x" },
+        "x",
+        options()
+      )
+      expect(answer).toEqual({ ok: true, result: { content: [] } })
+      await expect.poll(() => closed, { timeout: 3_000 }).toEqual(["b1"])
+    } finally {
+      server.close()
+    }
+  })
+
   it.each([
     ["an HTTP 500", () => new Response("boom", { status: 500 })],
     ["a body that is not JSON", () => new Response("{nope", { headers: { "content-type": "application/json" } })],
@@ -196,11 +242,13 @@ describe("the backend channel", () => {
     expect((failure as ChannelFailure).message).not.toMatch(/boom|nope|<html>/)
   })
 
-  it("refuses an answer larger than its limit, JSON or one SSE event", async () => {
+  it("refuses an answer larger than its limit, JSON or one SSE event, or an event of many empty data lines", async () => {
     const big = "x".repeat(4_096)
     for (const answer of [
       (body: Record<string, unknown>) => json({ jsonrpc: "2.0", id: body["id"], result: { big } }),
-      (body: Record<string, unknown>) => sse([event({ jsonrpc: "2.0", id: body["id"], result: { big } })])
+      (body: Record<string, unknown>) => sse([event({ jsonrpc: "2.0", id: body["id"], result: { big } })]),
+      // 64 empty data lines: no characters to speak of, but each one held.
+      () => sse(["data:\n".repeat(64)])
     ]) {
       script = answer
       const failure = await failureOf(
@@ -441,6 +489,24 @@ describe("the SSE decoder", () => {
     }
     expect(seen).toEqual(['{"a":1}', "line one\nline two"])
     decoder.push("data: unfinished")
-    expect(decoder.pending).toBe("data: unfinished".length)
+    expect(decoder.pending).toBe("data: unfinished".length + PIECE_COST)
+  })
+
+  it("finds a line that comes one character at a time, and counts each held piece and data line beyond its characters", () => {
+    const seen: Array<string> = []
+    const decoder = new SseDecoder((data) => seen.push(data))
+    const line = `data: ${"x".repeat(500)}`
+    for (const character of line) decoder.push(character)
+    expect(decoder.pending).toBe(line.length + line.length * PIECE_COST)
+    decoder.push("\r")
+    decoder.push("\n")
+    // The line is complete: what is held is its data, once.
+    expect(decoder.pending).toBe(500 + PIECE_COST)
+    // Empty data lines hold almost nothing each, yet each counts: a stream of them reaches the caller's bound.
+    decoder.push("data:\n".repeat(1_000))
+    expect(decoder.pending).toBe(500 + 1_001 * PIECE_COST)
+    decoder.push("\n")
+    expect(seen).toEqual([`${"x".repeat(500)}${"\n".repeat(1_000)}`])
+    expect(decoder.pending).toBe(0)
   })
 })

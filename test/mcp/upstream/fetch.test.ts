@@ -25,6 +25,18 @@ const routes: Record<string, (response: ServerResponse) => void> = {
     // The second event never comes: a streamed body must not wait for the end.
   },
   "/hang": () => {},
+  // Many events, each small, far more than the limit in all; then one that never ends, in CRLF lines.
+  "/many-events": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    for (let n = 0; n < 20; n++) response.write(`event: message\r\ndata: {"n":${n},"pad":"${"x".repeat(200)}"}\r\n\r\n`)
+    response.end()
+  },
+  "/endless-event": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    response.write('event: message\n\ndata: {"pad":"')
+    const timer = setInterval(() => response.write("x".repeat(256)), 5)
+    response.on("close", () => clearInterval(timer))
+  },
   // Bodies that never end: refusing them must close their connections, or they would be held forever.
   "/odd": (response) => response.writeHead(799, { "content-type": "application/json" }).write("{"),
   "/big": (response) => response.writeHead(200, { "content-type": "application/json" }).write(`"${"x".repeat(4096)}`),
@@ -132,6 +144,17 @@ describe("backend fetch", () => {
     )
     await expect.poll(() => sockets.size).toBe(0)
     expect(await (await fetch(`${base}/json`, { method: "POST", body: "{}" })).json()).toEqual({ ok: true })
+    close()
+  })
+
+  it("streams an event-stream answer of many events past the size limit in all, but cuts one event past it, closing its connection", async () => {
+    const { fetch, close } = opened(1024)
+    await expect.poll(() => sockets.size).toBe(0)
+    const endless = await fetch(`${base}/endless-event`, { method: "POST", body: "{}" })
+    await expect(endless.text()).rejects.toThrow()
+    await expect.poll(() => sockets.size).toBe(0)
+    const many = await (await fetch(`${base}/many-events`, { method: "POST", body: "{}" })).text()
+    expect(many.match(/event: message/g)).toHaveLength(20)
     close()
   })
 })
