@@ -379,6 +379,8 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       const row = yield* find(id)
       if (row === undefined)
         return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
+      // Someone who may not see it is answered as for an unknown id: nobody learns it exists.
+      if (!mayView(row, reviewer)) return yield* refused(row, reviewer, "approve", "not_found", "No such approval.")
       const refusal = reviewRefusal(row, reviewer, "approve")
       if (refusal !== undefined) return yield* refused(row, reviewer, "approve", refusal.reason, refusal.message)
       const at = yield* now
@@ -446,6 +448,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         const row = yield* find(id)
         if (row === undefined)
           return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
+        if (!mayView(row, reviewer)) return yield* refused(row, reviewer, action, "not_found", "No such approval.")
         const refusal = reviewRefusal(row, reviewer, action)
         if (refusal !== undefined) return yield* refused(row, reviewer, action, refusal.reason, refusal.message)
         const done = yield* repo.finish(row.id, from, to, yield* now, { decidedBy: reviewer.user.id })

@@ -536,7 +536,7 @@ describe.each(storeKinds)("reviewers (%s)", (kind) => {
   )
 
   it.scoped(
-    "only people holding the approver role now review: without it or disabled → not_approver; a rule's approvers list admits only those listed",
+    "only people holding the approver role now review, and a rule's approvers list admits only those listed: to anyone else the approval is not_found, as an unknown one",
     () =>
       Effect.gen(function* () {
         const approvals = yield* Approvals
@@ -544,15 +544,15 @@ describe.each(storeKinds)("reviewers (%s)", (kind) => {
         const { row } = yield* requested(people)
         const bystander = yield* newBystander
         expect(bystander.approver).toBe(false)
-        expect(refusalOf(yield* approveAs(bystander, row))).toBe("not_approver")
-        expect(refusalOf(yield* approvals.reject(bystander, row.id))).toBe("not_approver")
-        expect(refusalOf(yield* approvals.revoke(bystander, row.id))).toBe("not_approver")
+        expect(refusalOf(yield* approveAs(bystander, row))).toBe("not_found")
+        expect(refusalOf(yield* approvals.reject(bystander, row.id))).toBe("not_found")
+        expect(refusalOf(yield* approvals.revoke(bystander, row.id))).toBe("not_found")
         const leaving = yield* newReviewer
         expect(leaving.approver).toBe(true)
         yield* disableUser(leaving.user.id)
         const disabled = yield* reviewerOfUser(leaving.user.id)
         expect(disabled.approver).toBe(false)
-        expect(refusalOf(yield* approveAs(disabled, row))).toBe("not_approver")
+        expect(refusalOf(yield* approveAs(disabled, row))).toBe("not_found")
         expect(yield* storedRow(row.id)).toEqual(row)
 
         // Named reviewers: by user id, or a local account as `local:<username>` (not its bare username).
@@ -564,8 +564,8 @@ describe.each(storeKinds)("reviewers (%s)", (kind) => {
         const listed = pendingOf(yield* requestWrite(people.requester.caller, deployArgs(), { policy: named }))
         expect(listed.approvers).toEqual([people.first.user.id, byName])
         const outsider = yield* newReviewer
-        expect(refusalOf(yield* approveAs(outsider, listed))).toBe("not_listed")
-        expect(refusalOf(yield* approvals.reject(outsider, listed.id))).toBe("not_listed")
+        expect(refusalOf(yield* approveAs(outsider, listed))).toBe("not_found")
+        expect(refusalOf(yield* approvals.reject(outsider, listed.id))).toBe("not_found")
         expect(doneOf(yield* approveAs(people.second, listed)).state).toBe("approved")
         // A bare username names nobody (it could be an enterprise subject elsewhere).
         const bare = policyOf({
@@ -573,7 +573,7 @@ describe.each(storeKinds)("reviewers (%s)", (kind) => {
           approvers: [{ subjects: [people.first.user.username!] }]
         })
         const unnamed = pendingOf(yield* requestWrite(people.requester.caller, deployArgs(), { policy: bare }))
-        expect(refusalOf(yield* approveAs(people.first, unnamed))).toBe("not_listed")
+        expect(refusalOf(yield* approveAs(people.first, unnamed))).toBe("not_found")
       }).pipe(Effect.provide(stores.layer(kind)))
   )
 
