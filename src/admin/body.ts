@@ -17,6 +17,17 @@ const MAX_PROBLEMS = 5
  * The body of a write as one JSON object: media type and size are checked before it is read (a larger
  * body is refused while reading), then it must parse. Answers 415, 413 or 400 naming the problem.
  */
+class NulInBody extends Error {}
+
+/**
+ * No field takes U+0000, in a value or a key: PostgreSQL cannot store it in text, and nothing a person
+ * names or configures needs it. Refused for the whole body, whichever store runs.
+ */
+const refuseNul = (key: string, value: unknown) => {
+  if (key.includes("\u0000") || (typeof value === "string" && value.includes("\u0000"))) throw new NulInBody()
+  return value
+}
+
 export const readJsonObject = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
     const type = (request.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
@@ -37,8 +48,15 @@ export const readJsonObject = (request: HttpServerRequest.HttpServerRequest) =>
     }
     let parsed: unknown
     try {
-      parsed = JSON.parse(text.right)
-    } catch {
+      parsed = JSON.parse(text.right, refuseNul)
+    } catch (error) {
+      if (error instanceof NulInBody) {
+        return yield* apiError(
+          400,
+          "invalid_request",
+          "The body holds a NUL character (\\u0000), which no field accepts."
+        )
+      }
       return yield* apiError(400, "invalid_request", "The body is not valid JSON.")
     }
     if (!isRecord(parsed)) return yield* apiError(400, "invalid_request", "The body must be a JSON object.")

@@ -164,6 +164,11 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
         [{ name: 7 }, 400, "name: expected a string, got 7"],
         [{ name: "" }, 400, "name: must not be empty"],
         [{ name: "x".repeat(201) }, 400, "name: must be at most 200 characters"],
+        [{ name: "a\u0007b" }, 400, "name: must not contain control characters"],
+        [{ name: "a\r\nX-Injected: 1" }, 400, "name: must not contain control characters"],
+        // PostgreSQL cannot store U+0000 in text: refused at the body, in any field, on both stores.
+        [{ name: "a\u0000b" }, 400, "The body holds a NUL character (\\u0000), which no field accepts."],
+        [{ name: "x", source_groups: ["g\u0000"] }, 400, "The body holds a NUL character"],
         [{ name: "x", provider: "okta" }, 400, 'provider: expected "gateway:permissions"'],
         [{ name: "x", permissions: { roles: ["root"] } }, 400, "permissions.roles[0]"],
         [

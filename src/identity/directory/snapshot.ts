@@ -1,4 +1,5 @@
 import { isRecord } from "../../json.js"
+import { hasControlCharacter } from "../../text.js"
 
 /** Spec Limits (docs/directory.md, "Limits"). */
 export const MAX_SNAPSHOT_BYTES = 8 * 1024 * 1024
@@ -112,6 +113,7 @@ export const checkSnapshot = (body: unknown): SnapshotCheck => {
     if (typeof value !== "string" || value.length === 0)
       problem("invalid_snapshot", `${path}: expected a nonempty string`)
     else if (value.length > MAX_TEXT) problem("invalid_snapshot", `${path}: longer than ${MAX_TEXT} characters`)
+    else if (hasControlCharacter(value)) problem("invalid_snapshot", `${path}: holds a control character`)
     else return value
     return undefined
   }

@@ -116,6 +116,15 @@ describe("checking a directory snapshot", () => {
         { ...valid(), users: [{ ...valid().users[0], subject: "x".repeat(257) }] },
         "users[0].subject: longer than 256 characters"
       ],
+      // Line breaks, terminal escapes and U+0000 (which PostgreSQL cannot store) in no name or id.
+      [
+        { ...valid(), users: [{ ...valid().users[0], name: "Alice\u0000" }] },
+        "users[0].name: holds a control character"
+      ],
+      [
+        { ...valid(), groups: [{ kind: "group", id: "eng", name: "Eng\r\nInjected: 1" }] },
+        "groups[0].name: holds a control character"
+      ],
       [
         { ...valid(), groups: [{ kind: "team", id: "x", name: "x" }] },
         'groups[0].kind: expected "group" or "department"'
