@@ -12,7 +12,7 @@ import { AdminCaller, ManagementApi } from "./api.js"
 import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
 import { type ApiStatus, apiError } from "./errors.js"
 import { groupRecord, userRecord } from "./records.js"
-import { GroupCreateBody, GroupIdentityBody, GroupUpdateBody, UserUpdateBody } from "./schemas.js"
+import { GroupCreateBody, GroupIdentityBody, GroupUpdateBody, type ListParams, UserUpdateBody } from "./schemas.js"
 
 /** The HTTP status of each refusal of a policy write (docs/management-api.md, "Errors"). */
 const statusOf: Record<RefusalCode, ApiStatus> = {
@@ -27,9 +27,26 @@ const statusOf: Record<RefusalCode, ApiStatus> = {
   stale_version: 409
 }
 
+/** `limit` and `cursor` of a listing, each given at most once; `limit` an integer from 1 to 1000. */
+const pageParams = (params: typeof ListParams.Type) =>
+  Effect.gen(function* () {
+    for (const name of ["limit", "cursor"] as const) {
+      if (Array.isArray(params[name])) return yield* apiError(400, "invalid_request", `${name}: give it once`)
+    }
+    const limit = params.limit as string | undefined
+    if (limit !== undefined && !(/^[1-9][0-9]{0,3}$/.test(limit) && Number(limit) <= MAX_PAGE)) {
+      return yield* apiError(400, "invalid_request", `limit: expected an integer from 1 to ${MAX_PAGE}`)
+    }
+    return {
+      limit: limit === undefined ? DEFAULT_PAGE : Number(limit),
+      cursor: (params.cursor as string | undefined) ?? ""
+    }
+  })
+
 const answerRefusal = (refused: PolicyRefused) => apiError(statusOf[refused.code], refused.code, refused.description)
 
 const DEFAULT_PAGE = 500
+const MAX_PAGE = 1000
 
 /** A group body naming `groups`: groups do not nest; organization groups are mapped with `source_groups` instead. */
 const refuseNestedGroups = (body: Record<string, unknown>) =>
@@ -89,8 +106,8 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
-          const limit = urlParams.limit ?? DEFAULT_PAGE
-          const page = yield* users.page(urlParams.cursor ?? "", limit + 1)
+          const { limit, cursor } = yield* pageParams(urlParams)
+          const page = yield* users.page(cursor, limit + 1)
           const shown = page.slice(0, limit)
           const rows = yield* memberships.forUsers(shown.map((user) => user.id))
           const byUser = new Map<string, Array<(typeof rows)[number]>>()

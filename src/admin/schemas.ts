@@ -63,9 +63,16 @@ export const IdentityList = Schema.Struct({
   next_cursor: Schema.optional(Schema.String)
 }).annotations({ identifier: "IdentityList" })
 
+/**
+ * Query parameters are taken as they come (a repeated one as a list) and judged by the handler
+ * (`pageParams`), so a bad one is answered with the API's own error body, naming it.
+ */
+const QueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
 export const ListParams = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))),
-  cursor: Schema.optional(Schema.String)
+  limit: Schema.optional(
+    QueryValue.annotations({ description: "Users per page: an integer from 1 to 1000 (default 500)" })
+  ),
+  cursor: Schema.optional(QueryValue.annotations({ description: "The previous page's next_cursor" }))
 })
 
 const GroupIds = Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)))

@@ -111,6 +111,40 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
     })
   )
 
+  it.scoped(
+    "pages users with limit and cursor; a bad or repeated limit or cursor is a 400 in the API's own error body, naming it",
+    () =>
+      Effect.gen(function* () {
+        const { api, gateway } = yield* setup(kind)
+        // Three users: the administrator and two local accounts.
+        for (const name of ["pat", "sam"]) yield* addLocalUser(gateway, name, "correct horse battery staple")
+        const everyone = records((yield* api.get("/api/v1/identities")).body, "users").map((user) => user["id"])
+        expect(everyone).toHaveLength(3)
+        const first = yield* api.get("/api/v1/identities?limit=1")
+        expect(records(first.body, "users").map((user) => user["id"])).toEqual(everyone.slice(0, 1))
+        const next = yield* api.get(`/api/v1/identities?limit=1000&cursor=${String(first.body["next_cursor"])}`)
+        expect(records(next.body, "users").map((user) => user["id"])).toEqual(everyone.slice(1))
+        expect(next.body["next_cursor"]).toBeUndefined()
+        for (const [query, message] of [
+          ["limit=0", "limit: expected an integer from 1 to 1000"],
+          ["limit=1001", "limit: expected an integer from 1 to 1000"],
+          ["limit=-1", "limit: expected an integer from 1 to 1000"],
+          ["limit=1.5", "limit: expected an integer from 1 to 1000"],
+          ["limit=abc", "limit: expected an integer from 1 to 1000"],
+          ["limit=99999999999999999999", "limit: expected an integer from 1 to 1000"],
+          ["limit=1&limit=2", "limit: give it once"],
+          ["cursor=a&cursor=b", "cursor: give it once"]
+        ]) {
+          const answer = yield* api.get(`/api/v1/identities?${query}`)
+          expect({ query, status: answer.status, body: answer.body }).toEqual({
+            query,
+            status: 400,
+            body: expect.objectContaining({ error: "invalid_request", error_description: message })
+          })
+        }
+      })
+  )
+
   it.scoped("creates a permission group (201) and records who did it in the audit trail", () =>
     Effect.gen(function* () {
       const { gateway, api } = yield* setup(kind)
