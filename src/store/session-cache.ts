@@ -32,13 +32,22 @@ const MAX_STAMPS = 50_000
  * and the store would otherwise be hidden behind a stale "live" entry for `SESSION_CACHE_TTL_MS`.
  * Stamps are bounded: the oldest are dropped and their highest becomes the floor every unstamped key
  * is assumed to have — too old a floor only costs an extra query, never a stale entry.
+ *
+ * A write invalidates inside its transaction, before the commit: until the commit, a load still reads
+ * the row as it was. So for `SESSION_CACHE_TTL_MS` after its invalidation a key is read from the store
+ * every time and never cached — a load in that window may have read the old row — after which the
+ * write has committed (or the entry would have expired by then anyway).
  */
 const makeMap = <A>() => {
   const entries = new Map<string, Entry<A>>()
-  const stamps = new Map<string, number>()
+  const stamps = new Map<string, { readonly tick: number; readonly at: number }>()
   let clock = 0
   let floor = 0
-  const lastInvalidated = (key: string) => stamps.get(key) ?? floor
+  const lastInvalidated = (key: string) => stamps.get(key)?.tick ?? floor
+  const invalidatedLately = (key: string, now: number) => {
+    const at = stamps.get(key)?.at
+    return at !== undefined && now - at < SESSION_CACHE_TTL_MS && now >= at
+  }
   const fresh = (key: string, now: number): A | undefined => {
     const entry = entries.get(key)
     if (entry === undefined) return undefined
@@ -58,22 +67,22 @@ const makeMap = <A>() => {
         const startedAt = clock
         return Effect.tap(load, (value) =>
           Effect.sync(() => {
-            if (value === undefined || lastInvalidated(key) > startedAt) return
+            if (value === undefined || lastInvalidated(key) > startedAt || invalidatedLately(key, now)) return
             // A full cache is cleared rather than scanned: refilling costs one query per live session.
             if (entries.size >= MAX_ENTRIES) entries.clear()
             entries.set(key, { value, loadedAt: now })
           })
         )
       }),
-    invalidate: (key: string) => {
+    invalidate: (key: string, now: number) => {
       entries.delete(key)
       clock += 1
       stamps.delete(key)
-      stamps.set(key, clock)
+      stamps.set(key, { tick: clock, at: now })
       for (const [old, stamp] of stamps) {
         if (stamps.size <= MAX_STAMPS) break
         stamps.delete(old)
-        floor = stamp
+        floor = stamp.tick
       }
     }
   }
@@ -94,10 +103,10 @@ export class SessionCache extends Effect.Service<SessionCache>()("gateway/Sessio
       /** The status of user `id` when the cache holds it fresh at `now` (ms); undefined means: ask `userStatus`. */
       cachedUserStatus: (id: string, now: number) => users.peek(id, now),
       forgetSessions: (ids: Iterable<string>) =>
-        Effect.sync(() => {
-          for (const id of ids) sessions.invalidate(id)
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          for (const id of ids) sessions.invalidate(id, now)
         }),
-      forgetUser: (id: string) => Effect.sync(() => users.invalidate(id))
+      forgetUser: (id: string) => Effect.map(Clock.currentTimeMillis, (now) => users.invalidate(id, now))
     } as const
   }
 }) {}

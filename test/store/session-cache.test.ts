@@ -4,8 +4,8 @@
  * keep memory bounded.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
-import { type CachedSession, SessionCache } from "../../src/store/session-cache.js"
+import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { type CachedSession, SESSION_CACHE_TTL_MS, SessionCache } from "../../src/store/session-cache.js"
 
 const live: CachedSession = { userId: "u", clientId: "cli", expiresAt: Number.MAX_SAFE_INTEGER, revoked: false }
 const revoked: CachedSession = { ...live, revoked: true }
@@ -55,5 +55,26 @@ describe("SessionCache", () => {
       yield* load.finish
       expect(yield* cache.session("d", Effect.succeed(revoked))).toEqual(revoked)
     }).pipe(Effect.provide(SessionCache.Default))
+  )
+
+  it.effect(
+    "for its time to live after an invalidation, a key is read from the store every time: the write that invalidated it may not have committed yet",
+    () =>
+      Effect.gen(function* () {
+        const cache = yield* SessionCache
+        yield* cache.forgetSessions(["e"])
+        // Loaded after the invalidation but (say) before the revoking transaction committed: the old row.
+        expect(yield* cache.session("e", Effect.succeed(live))).toEqual(live)
+        expect(yield* cache.session("e", Effect.succeed(revoked))).toEqual(revoked)
+        expect(cache.cachedSession("e", SESSION_CACHE_TTL_MS - 1)).toBeUndefined()
+        yield* TestClock.adjust(SESSION_CACHE_TTL_MS)
+        // Long committed: cached again.
+        expect(yield* cache.session("e", Effect.succeed(revoked))).toEqual(revoked)
+        expect(yield* cache.session("e", Effect.succeed(live))).toEqual(revoked)
+        // The same for a user's status.
+        yield* cache.forgetUser("u")
+        expect(yield* cache.userStatus("u", Effect.succeed("enabled"))).toBe("enabled")
+        expect(yield* cache.userStatus("u", Effect.succeed("disabled"))).toBe("disabled")
+      }).pipe(Effect.provide(SessionCache.Default))
   )
 })
