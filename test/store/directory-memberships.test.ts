@@ -25,16 +25,24 @@ const enterprisePerson = (id: string) => ({
   updated_at: STAMP
 })
 
+/** The membership repository on a fresh store of `kind`, and a client for arranging rows. */
+const opened = (kind: (typeof storeKinds)[number]) =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(
+      MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
+    )
+    return {
+      sql: yield* Effect.provide(SqlClient.SqlClient, context),
+      repo: yield* Effect.provide(MembershipRepo, context)
+    }
+  })
+
 describe.each(storeKinds)("directory memberships on %s", (kind) => {
   it.scoped(
     "the migration moves directory rows out of memberships into one sorted row per person; readers see them with their source, and never a directory row left in memberships; deleting the person takes the row",
     () =>
       Effect.gen(function* () {
-        const context = yield* Layer.build(
-          MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
-        )
-        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
-        const repo = yield* Effect.provide(MembershipRepo, context)
+        const { sql, repo } = yield* opened(kind)
         yield* sql`INSERT INTO users ${sql.insert({
           id: "u1",
           kind: "enterprise",
@@ -61,7 +69,7 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
           { user_id: "u1", group_id: "g-a", source: "directory", created_at: STAMP },
           { user_id: "u1", group_id: "g-c", source: "claims", created_at: STAMP }
         ])}`
-        yield* Effect.provide(moveDirectoryMemberships, context)
+        yield* Effect.provideService(moveDirectoryMemberships, SqlClient.SqlClient, sql)
 
         const stored = yield* sql<{
           user_id: string
@@ -99,14 +107,10 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
   )
 
   it.scoped(
-    "member counts per group span every slice of people the count is read in, and a snapshot applied while counting never leaves counts that mix before and after",
+    "member counts per group span every slice of people the count is read in, and are counted again once a snapshot is applied",
     () =>
       Effect.gen(function* () {
-        const context = yield* Layer.build(
-          MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
-        )
-        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
-        const repo = yield* Effect.provide(MembershipRepo, context)
+        const { sql, repo } = yield* opened(kind)
         // More people than two slices hold, in two groups of alternating people, one person in both.
         const people = Array.from({ length: COUNT_SLICE * 2 + 17 }, (_, at) => `u${String(at).padStart(5, "0")}`)
         const lists = new Map(people.map((id, at) => [id, at === 0 ? ["g-a", "g-b"] : [at % 2 === 0 ? "g-a" : "g-b"]]))
@@ -137,11 +141,7 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
       "on SQLite, snapshots applied between the slices the count is read in never leave counts that mix before and after",
       () =>
         Effect.gen(function* () {
-          const context = yield* Layer.build(
-            MembershipRepo.Default.pipe(Layer.provideMerge(storeLayer(yield* withStorage(kind))))
-          )
-          const sql = yield* Effect.provide(SqlClient.SqlClient, context)
-          const repo = yield* Effect.provide(MembershipRepo, context)
+          const { sql, repo } = yield* opened(kind)
           const people = Array.from({ length: COUNT_SLICE * 3 }, (_, at) => `u${String(at).padStart(5, "0")}`)
           yield* sql`INSERT INTO users ${sql.insert(people.map(enterprisePerson))}`
           yield* sql`INSERT INTO directory_memberships ${sql.insert(
