@@ -15,36 +15,46 @@ export class SseDecoder {
   constructor(private readonly onMessage: (data: string) => void) {}
 
   push(chunk: string): void {
+    // A slice of `chunk` keeps the whole chunk alive: what is held from it is charged the chunk, once.
+    let pinned = false
+    const pin = () => {
+      if (pinned) return PIECE_COST
+      pinned = true
+      return chunk.length + PIECE_COST
+    }
     let start = 0
     while (true) {
       const newline = chunk.indexOf("\n", start)
       if (newline < 0) break
       let line = chunk.slice(start, newline)
+      // A line completed from held pieces is a new string: charged its own length (and the chunk).
+      let joined = 0
       if (this.partial.length > 0) {
         line = this.partial.join("") + line
+        joined = line.length
         this.partial = []
         this.partialCost = 0
       }
-      this.line(line.endsWith("\r") ? line.slice(0, -1) : line)
+      this.line(line.endsWith("\r") ? line.slice(0, -1) : line, () => joined + pin())
       start = newline + 1
     }
     if (start < chunk.length) {
-      const rest = start === 0 ? chunk : chunk.slice(start)
-      this.partial.push(rest)
-      this.partialCost += rest.length + PIECE_COST
+      this.partial.push(start === 0 ? chunk : chunk.slice(start))
+      this.partialCost += pin()
     }
   }
 
   /**
-   * What is held while an event or a line is incomplete, for the caller to bound: characters, plus
-   * `PIECE_COST` for each piece and each data line, so a stream of empty or one-character lines, or of
-   * one-byte pieces, reaches the bound as its memory does.
+   * What is held while an event or a line is incomplete, for the caller to bound: the chunks held
+   * strings are slices of, plus `PIECE_COST` for each piece and each data line, so a stream of empty or
+   * one-character lines, of one-byte pieces, or of small data lines among large comments, reaches the
+   * bound as its memory does.
    */
   get pending(): number {
     return this.partialCost + this.dataCost
   }
 
-  private line(line: string): void {
+  private line(line: string, cost: () => number): void {
     if (line === "") {
       if (this.data.length > 0 && (this.event === "" || this.event === "message")) this.onMessage(this.data.join("\n"))
       this.data = []
@@ -59,7 +69,7 @@ export class SseDecoder {
     if (value.startsWith(" ")) value = value.slice(1)
     if (field === "data") {
       this.data.push(value)
-      this.dataCost += value.length + PIECE_COST
+      this.dataCost += cost()
     } else if (field === "event") this.event = value
   }
 }

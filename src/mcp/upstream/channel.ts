@@ -105,6 +105,8 @@ export interface ChannelSettings {
   readonly maxAnswer?: number
   /** How long a message the gateway sends and needs no answer to may take; defaults to `replyTimeoutMs`. */
   readonly replyTimeoutMs?: number
+  /** Connections for those messages; defaults to `maxReplyConnections`. */
+  readonly replyConnections?: number
 }
 
 /** A backend answer larger than this is refused rather than buffered (JSON) or held (one SSE event). */
@@ -131,19 +133,14 @@ export const maxBackendRequestsPerCall = 32
 /** A message the gateway sends and reads no answer to (a reply, a cancellation) gets this long. */
 export const replyTimeoutMs = 10_000
 
-/** Connections to one backend at most: past them, requests wait for one (each within its deadline). */
-export const maxBackendConnections = 256
-
 /**
- * What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's), and
- * a bounded number of connections, so no backend can make the gateway hold sockets without limit.
+ * Connections for those messages, per backend: a backend that never answers them holds at most these,
+ * while calls and the MCP client's own requests go on over connections of their own.
  */
-const connectionOptions = {
-  pipelining: 1,
-  headersTimeout: 0,
-  bodyTimeout: 0,
-  connections: maxBackendConnections
-} as const
+export const maxReplyConnections = 16
+
+/** What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's). */
+const connectionOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
 
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
@@ -153,6 +150,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   // An Agent, not a Pool of the backend's origin: the MCP client's fetch may also reach other origins
   // (an authorization server's metadata, say).
   const connections = new Agent(connectionOptions)
+  const replies = new Agent({ ...connectionOptions, connections: settings.replyConnections ?? maxReplyConnections })
   const { origin } = url
   const path = `${url.pathname}${url.search}`
   let counter = 0
@@ -188,7 +186,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
       .then((headers) =>
-        connections.dispatch(
+        replies.dispatch(
           { origin, method: "POST", path, headers, body, headersTimeout: replyTimeout, bodyTimeout: replyTimeout },
           ignored
         )
@@ -414,6 +412,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     connections,
     close: () => {
       connections.destroy().catch(() => {})
+      replies.destroy().catch(() => {})
     }
   }
 }

@@ -195,6 +195,36 @@ describe("the backend channel", () => {
     expect(declined()).toBe(32)
   })
 
+  it("sends the messages it reads no answer to over connections of their own: unanswered, they hold at most replyConnections, and calls go on", async () => {
+    const replySockets = new Set<Socket>()
+    const server = await rawServer((socket, _head, body) => {
+      const message = JSON.parse(body) as Record<string, unknown>
+      if (message["method"] !== "tools/call") {
+        // A decline, never answered.
+        replySockets.add(socket)
+        return
+      }
+      const stream = `${event({ jsonrpc: "2.0", id: `b-${String(message["id"])}`, method: "roots/list", params: {} })}${event({ jsonrpc: "2.0", id: message["id"], result: { content: [] } })}`
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}`
+      )
+    })
+    try {
+      const shared = channel(legacy, { url: server.url, replyConnections: 2 })
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 4 }, () => shared.call("tools/call", { name: "x" }, "x", options()))
+        )
+        expect(answers).toEqual(Array.from({ length: 4 }, () => ({ ok: true, result: { content: [] } })))
+      }
+      await expect.poll(() => replySockets.size).toBe(2)
+      await new Promise((settle) => setTimeout(settle, 100))
+      expect(replySockets.size).toBe(2)
+    } finally {
+      server.close()
+    }
+  })
+
   it("closes a message it sends and reads no answer to once replyTimeoutMs has passed, when the backend does not answer it", async () => {
     const closed: Array<string> = []
     const server = await rawServer((socket, _head, body) => {
@@ -492,21 +522,29 @@ describe("the SSE decoder", () => {
     expect(decoder.pending).toBe("data: unfinished".length + PIECE_COST)
   })
 
-  it("finds a line that comes one character at a time, and counts each held piece and data line beyond its characters", () => {
+  it("finds a line that comes one character at a time, and counts what it holds: the chunks its strings are slices of, and each piece and data line beyond its characters", () => {
     const seen: Array<string> = []
     const decoder = new SseDecoder((data) => seen.push(data))
     const line = `data: ${"x".repeat(500)}`
     for (const character of line) decoder.push(character)
-    expect(decoder.pending).toBe(line.length + line.length * PIECE_COST)
+    expect(decoder.pending).toBe(line.length * (1 + PIECE_COST))
     decoder.push("\r")
     decoder.push("\n")
-    // The line is complete: what is held is its data, once.
-    expect(decoder.pending).toBe(500 + PIECE_COST)
+    // The line is complete: held once, as the string joined from its pieces (with its CR), and the last chunk.
+    expect(decoder.pending).toBe(line.length + 1 + (1 + PIECE_COST))
     // Empty data lines hold almost nothing each, yet each counts: a stream of them reaches the caller's bound.
-    decoder.push("data:\n".repeat(1_000))
-    expect(decoder.pending).toBe(500 + 1_001 * PIECE_COST)
+    const empties = "data:\n".repeat(1_000)
+    decoder.push(empties)
+    expect(decoder.pending).toBe(line.length + 1 + (1 + PIECE_COST) + empties.length + 1_000 * PIECE_COST)
     decoder.push("\n")
     expect(seen).toEqual([`${"x".repeat(500)}${"\n".repeat(1_000)}`])
     expect(decoder.pending).toBe(0)
+  })
+
+  it("counts a short data line among a long comment as the whole chunk it keeps alive", () => {
+    const decoder = new SseDecoder(() => {})
+    const chunk = `:${"c".repeat(65_536)}\ndata: 12345678901234567890\n`
+    for (let n = 0; n < 3; n++) decoder.push(chunk)
+    expect(decoder.pending).toBe(3 * (chunk.length + PIECE_COST))
   })
 })
