@@ -17,6 +17,7 @@ import { runInGeneration, withRequestContext } from "../http/middleware.js"
 import { originRefusedEvent } from "../http/origin.js"
 import type { GenerationServices } from "../runtime/generation-layer.js"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
+import { hasControlCharacter } from "../text.js"
 import { ManagementApi, openApiPath } from "./api.js"
 import { AdminAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
@@ -48,6 +49,28 @@ const originChecked =
         return Effect.zipRight(originRefusedEvent("/api"), Effect.fail(originRefused))
       }
     )
+
+const badAddress = (description: string) => new HttpError({ status: 400, code: "invalid_request", description })
+
+/**
+ * No control character in the request's path or query, once decoded: no id, cursor or name holds one,
+ * and U+0000 would reach PostgreSQL (which cannot store it) as a 500. Refused before routing, for
+ * every endpoint alike; bodies are checked as they are read (src/admin/body.ts).
+ */
+const addressChecked = <E, R>(
+  app: HttpApp.Default<E, R>
+): HttpApp.Default<E | HttpError, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): HttpApp.Default<E | HttpError, R> => {
+    let decoded: string
+    try {
+      decoded = decodeURIComponent(request.url)
+    } catch {
+      return Effect.fail(badAddress("The request's path or query is not valid percent-encoding."))
+    }
+    return hasControlCharacter(decoded)
+      ? Effect.fail(badAddress("The request's path or query holds a control character."))
+      : app
+  })
 
 /** RFC 6750 §3: a 401 names the scheme, so a client knows to send a bearer token. */
 const challenged = HttpMiddleware.make((app) =>
@@ -83,7 +106,10 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
     )
     const apiApp = yield* Effect.provide(HttpApiBuilder.httpApp, built)
     const app = withRequestContext(config.log_level === "debug")(
-      runInGeneration(requests, config.request_timeout)(challenged(originChecked(adminResource(config))(apiApp)))
+      runInGeneration(
+        requests,
+        config.request_timeout
+      )(challenged(originChecked(adminResource(config))(addressChecked(apiApp))))
     )
     return yield* NodeHttpServer.makeHandler(app).pipe(
       Effect.provide(

@@ -13,10 +13,6 @@ const strict = { onExcessProperty: "error", errors: "all" } as const
 /** At most this many problems are named in one answer; the first ones are the ones to fix. */
 const MAX_PROBLEMS = 5
 
-/**
- * The body of a write as one JSON object: media type and size are checked before it is read (a larger
- * body is refused while reading), then it must parse. Answers 415, 413 or 400 naming the problem.
- */
 class NulInBody extends Error {}
 
 /**
@@ -28,6 +24,10 @@ const refuseNul = (key: string, value: unknown) => {
   return value
 }
 
+/**
+ * The body of a write as one JSON object: media type and size are checked before it is read (a larger
+ * body is refused while reading), then it must parse. Answers 415, 413 or 400 naming the problem.
+ */
 export const readJsonObject = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
     const type = (request.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()

@@ -68,11 +68,15 @@ export const IdentityList = Schema.Struct({
  * (`pageParams`), so a bad one is answered with the API's own error body, naming it.
  */
 const QueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
+// Documented as what it must be, one string (a repeated parameter is refused by the handler).
+const queryParameter = (jsonSchema: Record<string, unknown>) =>
+  Schema.optional(QueryValue.annotations({ jsonSchema: { type: "string", ...jsonSchema } }))
 export const ListParams = Schema.Struct({
-  limit: Schema.optional(
-    QueryValue.annotations({ description: "Users per page: an integer from 1 to 1000 (default 500)" })
-  ),
-  cursor: Schema.optional(QueryValue.annotations({ description: "The previous page's next_cursor" }))
+  limit: queryParameter({
+    pattern: "^[1-9][0-9]{0,3}$",
+    description: "Users per page: an integer from 1 to 1000 (default 500)"
+  }),
+  cursor: queryParameter({ description: "The previous page's next_cursor" })
 })
 
 const GroupIds = Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)))

@@ -32,7 +32,7 @@ export const resolveConfigKey = (env: ServeInput["env"], dev: boolean) =>
       return yield* new ConfigKeyError({
         message:
           `GATEWAY_CONFIG_KEY is not set, and ${devKeyFile} is here: a database \`npm start\` created opens only ` +
-          `with that key, as \`gateway serve --dev\` uses it (development only). For production, set ` +
+          `with that key, as \`--dev\` uses it (\`gateway serve --dev\`; development only). For production, set ` +
           `GATEWAY_CONFIG_KEY to a new key on a new database (docs/secrets.md). ${CONFIG_KEY_HOW_TO}`
       })
     }

@@ -3,7 +3,8 @@
  * runs it as `exec node --import tsx …`, so no shell or tsx process stands between npm and it). npm
  * forwards SIGINT and SIGTERM here, where the gateway drains and exits; SIGHUP sent to this process
  * reloads the configuration. The process exits with the gateway's exit code, and the demo backend,
- * being part of it, goes with it. A taken demo port stops `npm start` before the gateway starts:
+ * being part of it, goes with it. A demo port that cannot be listened on (taken, most likely) stops
+ * `npm start` before the gateway starts:
  * the gateway would otherwise connect its `demo` backend to whatever listens there (another
  * `npm start`'s demo, or any other program) and send it the demo user's calls.
  *
@@ -39,16 +40,19 @@ try {
   await startDemoBackend(options.port)
   process.stderr.write(`demo notes backend listening on http://127.0.0.1:${options.port}/mcp\n`)
 } catch (error) {
-  // Another program on the demo's port (most likely another `npm start`) would be taken for the demo
-  // backend, and sent the demo user's calls: refused, before the gateway starts.
-  if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-    process.stderr.write(
-      `npm start: the demo notes backend cannot listen on 127.0.0.1:${options.port}: the port is in use, most likely by another \`npm start\`. ` +
-        "Stop it, or pass --demo-port <port> with a --config whose `demo` backend points at that port. The gateway was not started.\n"
-    )
-    process.exit(1)
-  }
-  process.stderr.write(`demo notes backend not started: ${error instanceof Error ? error.message : String(error)}\n`)
+  // The gateway would take whatever answers on the demo's port (another `npm start`'s demo, or any other
+  // program) for its `demo` backend and send it the demo user's calls: it is not started.
+  const inUse = (error as NodeJS.ErrnoException).code === "EADDRINUSE"
+  const why = inUse
+    ? "the port is in use, most likely by another `npm start`"
+    : error instanceof Error
+      ? error.message
+      : String(error)
+  process.stderr.write(
+    `npm start: the demo notes backend cannot listen on 127.0.0.1:${options.port}: ${why}. ` +
+      "Stop what holds it, or pass --demo-port <port> with a --config whose `demo` backend points at that port. The gateway was not started.\n"
+  )
+  process.exit(1)
 }
 process.stderr.write(
   `gateway process ${process.pid}: Ctrl-C stops it, kill -HUP ${process.pid} reloads its configuration\n`

@@ -43,10 +43,13 @@ const makeMap = <A>() => {
   const stamps = new Map<string, { readonly tick: number; readonly at: number }>()
   let clock = 0
   let floor = 0
+  // When the newest dropped stamp was made: a key without a stamp may have been invalidated then.
+  let floorAt = Number.NEGATIVE_INFINITY
   const lastInvalidated = (key: string) => stamps.get(key)?.tick ?? floor
+  // A clock that went back counts as "lately" too: in doubt, read from the store.
   const invalidatedLately = (key: string, now: number) => {
-    const at = stamps.get(key)?.at
-    return at !== undefined && now - at < SESSION_CACHE_TTL_MS && now >= at
+    const at = stamps.get(key)?.at ?? floorAt
+    return now - at < SESSION_CACHE_TTL_MS
   }
   const fresh = (key: string, now: number): A | undefined => {
     const entry = entries.get(key)
@@ -83,6 +86,7 @@ const makeMap = <A>() => {
         if (stamps.size <= MAX_STAMPS) break
         stamps.delete(old)
         floor = stamp.tick
+        floorAt = Math.max(floorAt, stamp.at)
       }
     }
   }

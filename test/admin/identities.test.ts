@@ -112,7 +112,7 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
   )
 
   it.scoped(
-    "pages users with limit and cursor; a bad or repeated limit or cursor is a 400 in the API's own error body, naming it",
+    "pages users with limit and cursor; a bad or repeated limit or cursor, or a control character in the path or query, is a 400 in the API's own error body, naming it",
     () =>
       Effect.gen(function* () {
         const { api, gateway } = yield* setup(kind)
@@ -133,7 +133,11 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
           ["limit=abc", "limit: expected an integer from 1 to 1000"],
           ["limit=99999999999999999999", "limit: expected an integer from 1 to 1000"],
           ["limit=1&limit=2", "limit: give it once"],
-          ["cursor=a&cursor=b", "cursor: give it once"]
+          ["cursor=a&cursor=b", "cursor: give it once"],
+          // U+0000 would reach PostgreSQL as a 500; no control character is an id, cursor or name.
+          ["cursor=%00", "The request's path or query holds a control character."],
+          ["cursor=a%0Ab", "The request's path or query holds a control character."],
+          ["cursor=%ZZ", "The request's path or query is not valid percent-encoding."]
         ]) {
           const answer = yield* api.get(`/api/v1/identities?${query}`)
           expect({ query, status: answer.status, body: answer.body }).toEqual({
@@ -142,6 +146,14 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
             body: expect.objectContaining({ error: "invalid_request", error_description: message })
           })
         }
+        const path = yield* api.put("/api/v1/identities/%00", { enabled: true }, { "if-match": '"1"' })
+        expect(path).toMatchObject({
+          status: 400,
+          body: {
+            error: "invalid_request",
+            error_description: "The request's path or query holds a control character."
+          }
+        })
       })
   )
 

@@ -59,6 +59,10 @@ describe("cross-field rules (docs/configuration.md)", () => {
     expect(
       run(auth.ssoClientResourcesKnown, withResources(["https://gw.example.com/mcp", "http://127.0.0.1:8081"]))
     ).toEqual([])
+    // Among every rule, as the gateway checks a file.
+    expect(
+      checkRules(configOf(withResources(["https://gw.example.com:9443/mcp"])), noSecrets).map((each) => each.path)
+    ).toEqual(["auth.sso.clients[0].resources[0]"])
     // The port changed in server.public_url and not in the client: the token could never be used.
     expect(
       run(

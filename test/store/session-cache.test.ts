@@ -77,4 +77,20 @@ describe("SessionCache", () => {
         expect(yield* cache.userStatus("u", Effect.succeed("disabled"))).toBe("disabled")
       }).pipe(Effect.provide(SessionCache.Default))
   )
+
+  it.effect(
+    "after more invalidations than it keeps stamps for, every key waits the time to live before it is cached again",
+    () =>
+      Effect.gen(function* () {
+        const cache = yield* SessionCache
+        yield* cache.forgetSessions(["f"])
+        yield* cache.forgetSessions(Array.from({ length: 60_000 }, (_, index) => `flood${index}`))
+        // "f"'s own stamp was dropped for memory; it is still not cached within the time to live.
+        expect(yield* cache.session("f", Effect.succeed(live))).toEqual(live)
+        expect(yield* cache.session("f", Effect.succeed(revoked))).toEqual(revoked)
+        yield* TestClock.adjust(SESSION_CACHE_TTL_MS)
+        expect(yield* cache.session("f", Effect.succeed(revoked))).toEqual(revoked)
+        expect(yield* cache.session("f", Effect.succeed(live))).toEqual(revoked)
+      }).pipe(Effect.provide(SessionCache.Default))
+  )
 })
