@@ -11,6 +11,8 @@ export class SseDecoder {
   private event = ""
   private partialCost = 0
   private dataCost = 0
+  private afterCr = false
+  private readonly lineEnd = /\r\n|\r|\n/g
 
   constructor(private readonly onMessage: (data: string) => void) {}
 
@@ -22,11 +24,14 @@ export class SseDecoder {
       pinned = true
       return chunk.length + PIECE_COST
     }
-    let start = 0
-    while (true) {
-      const newline = chunk.indexOf("\n", start)
-      if (newline < 0) break
-      let line = chunk.slice(start, newline)
+    // A line ends at CRLF, LF or CR; a CRLF cut between two chunks ends one line, not two.
+    let start = this.afterCr && chunk.charCodeAt(0) === 10 ? 1 : 0
+    this.afterCr = false
+    const lineEnd = this.lineEnd
+    lineEnd.lastIndex = start
+    for (let found = lineEnd.exec(chunk); found !== null; found = lineEnd.exec(chunk)) {
+      const end = found.index
+      let line = chunk.slice(start, end)
       // A line completed from held pieces is a new string: charged its own length (and the chunk).
       let joined = 0
       if (this.partial.length > 0) {
@@ -35,8 +40,9 @@ export class SseDecoder {
         this.partial = []
         this.partialCost = 0
       }
-      this.line(line.endsWith("\r") ? line.slice(0, -1) : line, () => joined + pin())
-      start = newline + 1
+      this.line(line, () => joined + pin())
+      start = end + found[0].length
+      if (found[0] === "\r" && start === chunk.length) this.afterCr = true
     }
     if (start < chunk.length) {
       this.partial.push(start === 0 ? chunk : chunk.slice(start))

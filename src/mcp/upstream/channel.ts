@@ -1,6 +1,6 @@
 import { StringDecoder } from "node:string_decoder"
 import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
-import { Agent, type Dispatcher } from "undici"
+import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
@@ -89,6 +89,12 @@ export interface BackendChannel {
    * one set per backend and generation.
    */
   readonly connections: Dispatcher
+  /**
+   * Sends a message whose answer nobody reads — a decline, a cancellation, the MCP client's answer to
+   * a request the backend sent it — over a few connections of its own, each closed after
+   * `replyTimeoutMs`; past `maxPendingReplies` waiting, it is dropped. `path` is the backend's.
+   */
+  readonly forget: (path: string, headers: Readonly<Record<string, string>>, body: string) => void
   /** Closes the channel's connections, the MCP client's with them; calls still in flight fail. */
   readonly close: () => void
 }
@@ -134,10 +140,14 @@ export const maxBackendRequestsPerCall = 32
 export const replyTimeoutMs = 10_000
 
 /**
- * Connections for those messages, per backend: a backend that never answers them holds at most these,
- * while calls and the MCP client's own requests go on over connections of their own.
+ * Connections for those messages, per backend (one undici `Pool` of the backend's origin): a backend
+ * that never answers them holds at most these, while calls and the MCP client's own requests go on
+ * over connections of their own.
  */
 export const maxReplyConnections = 16
+
+/** Those messages waiting or in flight, per backend, at most; past it a new one is dropped. */
+export const maxPendingReplies = 64
 
 /** What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's). */
 const connectionOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
@@ -150,7 +160,41 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   // An Agent, not a Pool of the backend's origin: the MCP client's fetch may also reach other origins
   // (an authorization server's metadata, say).
   const connections = new Agent(connectionOptions)
-  const replies = new Agent({ ...connectionOptions, connections: settings.replyConnections ?? maxReplyConnections })
+  const replyTimeout = settings.replyTimeoutMs ?? replyTimeoutMs
+  const replies = new Pool(url.origin, {
+    ...connectionOptions,
+    connections: settings.replyConnections ?? maxReplyConnections
+  })
+  let pendingReplies = 0
+  const forget: BackendChannel["forget"] = (target, headers, body) => {
+    if (pendingReplies >= maxPendingReplies) return
+    pendingReplies += 1
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let done = false
+    const finish = () => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      pendingReplies -= 1
+    }
+    try {
+      replies.dispatch(
+        { origin: url.origin, method: "POST", path: target, headers, body },
+        {
+          // Closed after the time allowed however it trickles: not an idle timeout.
+          onRequestStart: (controller) => {
+            timer = setTimeout(() => controller.abort(new Error("closed by the gateway")), replyTimeout)
+          },
+          onResponseStart: () => {},
+          onResponseData: () => {},
+          onResponseEnd: finish,
+          onResponseError: finish
+        }
+      )
+    } catch {
+      finish()
+    }
+  }
   const { origin } = url
   const path = `${url.pathname}${url.search}`
   let counter = 0
@@ -181,16 +225,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       : {}
 
   /** Fire and forget: one message the backend needs no answer to (a notification, or our answer to its request). */
-  const replyTimeout = settings.replyTimeoutMs ?? replyTimeoutMs
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
     const body = JSON.stringify(message)
     headersFor(session, method, undefined)
-      .then((headers) =>
-        replies.dispatch(
-          { origin, method: "POST", path, headers, body, headersTimeout: replyTimeout, bodyTimeout: replyTimeout },
-          ignored
-        )
-      )
+      .then((headers) => forget(path, headers, body))
       .catch(() => {})
   }
 
@@ -410,20 +448,12 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   return {
     call,
     connections,
+    forget,
     close: () => {
       connections.destroy().catch(() => {})
       replies.destroy().catch(() => {})
     }
   }
-}
-
-/** A handler for a message whose answer nobody reads (undici takes a handler without `onRequestStart` for its older interface). */
-const ignored: Dispatcher.DispatchHandler = {
-  onRequestStart: () => {},
-  onResponseStart: () => {},
-  onResponseData: () => {},
-  onResponseEnd: () => {},
-  onResponseError: () => {}
 }
 
 const parse = (text: string): unknown => {

@@ -53,7 +53,7 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
       // The client's requests go over the channel's connections: one set per backend.
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
-        fetch: makeBackendFetch(channel.connections),
+        fetch: makeBackendFetch(channel),
         ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
       // Closing the client (generation closing, reconnect) also drops the kept-alive connections.

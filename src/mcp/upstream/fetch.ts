@@ -1,7 +1,8 @@
 import { STATUS_CODES } from "node:http"
 import { Readable, Transform } from "node:stream"
 import type { Dispatcher } from "undici"
-import { maxBackendAnswer } from "./channel.js"
+import { isRecord } from "../../json.js"
+import { type BackendChannel, maxBackendAnswer } from "./channel.js"
 
 /**
  * The `fetch` the MCP client uses to reach one backend: undici's `request` over the backend
@@ -50,12 +51,19 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
  * streamed; as the channel's limit.
  */
 export const makeBackendFetch =
-  (connections: Dispatcher, maxAnswer: number = maxBackendAnswer): BackendFetch =>
+  (channel: Pick<BackendChannel, "connections" | "forget">, maxAnswer: number = maxBackendAnswer): BackendFetch =>
   async (url, init = {}) => {
     const target = url instanceof URL ? url : new URL(url)
     if (target.protocol !== "http:" && target.protocol !== "https:") {
       throw new TypeError(`backend fetch: unsupported URL ${target.protocol}`)
     }
+    // The MCP client answering a request the backend sent it (a ping on the event stream, say): nobody
+    // reads what the backend says back, so it goes the channel's bounded way, and the client is told 202.
+    if (init.method === "POST" && typeof init.body === "string" && isAnswer(init.body)) {
+      channel.forget(`${target.pathname}${target.search}`, outgoingHeaders(init.headers), init.body)
+      return new Response(null, { status: 202, statusText: "Accepted" })
+    }
+    const { connections } = channel
     const answer = await connections.request({
       origin: target.origin,
       path: `${target.pathname}${target.search}`,
@@ -81,6 +89,16 @@ export const makeBackendFetch =
     return new Response(await wholeBody(answer.body, maxAnswer), head)
   }
 
+/** Whether `body` is a JSON-RPC response (an answer to the backend's request), not a request or notification. */
+const isAnswer = (body: string): boolean => {
+  try {
+    const message: unknown = JSON.parse(body)
+    return isRecord(message) && !("method" in message) && "id" in message && ("result" in message || "error" in message)
+  } catch {
+    return false
+  }
+}
+
 /** Closes a body nobody will read, and its connection (undici reports that as an error: not one here). */
 const discard = (body: Dispatcher.ResponseData["body"]) => {
   body.on("error", () => {})
@@ -102,28 +120,47 @@ const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number): 
   return Buffer.concat(chunks)
 }
 
-// How an SSE event ends: an empty line, after LF, CRLF or CR line ends.
-const eventEnds = ["\n\n", "\r\r", "\n\r\n"].map((end) => Buffer.from(end))
+const LF = 10
+const CR = 13
+const eventEnd = Buffer.from("\n\n")
 
 /**
- * An SSE body as it streams to the MCP client, cut — and its connection closed — as soon as one event
- * grows past `limit` bytes, as the channel refuses it: the client would otherwise hold an endless event.
+ * An SSE body as it streams to the MCP client, with its line ends made LF (CRLF and a lone CR, as SSE
+ * allows them: the client's parser slows to a crawl on CRs in long chunks), cut — and its connection
+ * closed — as soon as one event grows past `limit` bytes, as the channel refuses it: the client would
+ * otherwise hold an endless event.
  */
 const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number): Readable => {
   let sinceEnd = 0
-  let carry: Buffer<ArrayBufferLike> = Buffer.alloc(0)
+  // The last byte of the chunk before (an event's end may span two chunks), and whether it was a CR.
+  let last = -1
+  let afterCr = false
+  const toLf = (chunk: Buffer): Buffer => {
+    if (chunk.indexOf(CR) < 0) {
+      const skip = afterCr && chunk[0] === LF
+      afterCr = false
+      return skip ? chunk.subarray(1) : chunk
+    }
+    const out = Buffer.allocUnsafe(chunk.length)
+    let length = 0
+    for (const byte of chunk) {
+      if (byte === LF && afterCr) {
+        afterCr = false
+        continue
+      }
+      afterCr = byte === CR
+      out[length++] = afterCr ? LF : byte
+    }
+    return out.subarray(0, length)
+  }
   const bounded = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      // An end may span two chunks: the last bytes of the one before are searched again.
-      const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk])
-      const end = Math.max(
-        ...eventEnds.map((mark) => {
-          const at = bytes.lastIndexOf(mark)
-          return at < 0 ? -1 : at + mark.length
-        })
-      )
-      sinceEnd = end < 0 ? sinceEnd + chunk.length : bytes.length - end
-      carry = bytes.subarray(Math.max(0, bytes.length - 2))
+    transform(raw: Buffer, _encoding, done) {
+      const chunk = toLf(raw)
+      if (chunk.length === 0) return done()
+      const at = chunk.lastIndexOf(eventEnd)
+      const end = at >= 0 ? at + 2 : last === LF && chunk[0] === LF ? 1 : -1
+      sinceEnd = end < 0 ? sinceEnd + chunk.length : chunk.length - end
+      last = chunk[chunk.length - 1]!
       if (sinceEnd > limit) {
         discard(body)
         return done(new TypeError(`backend fetch: an event of the backend's stream is larger than ${limit} bytes`))

@@ -225,13 +225,19 @@ describe("the backend channel", () => {
     }
   })
 
-  it("closes a message it sends and reads no answer to once replyTimeoutMs has passed, when the backend does not answer it", async () => {
+  it("closes a message it sends and reads no answer to once replyTimeoutMs has passed, when the backend does not answer it or trickles its answer", async () => {
     const closed: Array<string> = []
     const server = await rawServer((socket, _head, body) => {
       const message = JSON.parse(body) as Record<string, unknown>
       if (message["method"] !== "tools/call") {
-        // The gateway's reply: never answered; its connection is closed by the gateway, not left open.
-        socket.once("close", () => closed.push(String(message["id"])))
+        // The gateway's reply: never finished (a byte every 50 ms); its connection is closed by the
+        // gateway once the time allowed has passed in all, not left open while bytes keep coming.
+        socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
+        const trickle = setInterval(() => socket.write("1\r\nx\r\n"), 50)
+        socket.once("close", () => {
+          clearInterval(trickle)
+          closed.push(String(message["id"]))
+        })
         return
       }
       const stream = `${event({ jsonrpc: "2.0", id: "b1", method: "roots/list", params: {} })}${event({ jsonrpc: "2.0", id: message["id"], result: { content: [] } })}`
@@ -529,15 +535,27 @@ describe("the SSE decoder", () => {
     for (const character of line) decoder.push(character)
     expect(decoder.pending).toBe(line.length * (1 + PIECE_COST))
     decoder.push("\r")
+    // The line ends at its CR: held once, as the string joined from its pieces, and the chunk "\r".
+    expect(decoder.pending).toBe(line.length + (1 + PIECE_COST))
+    // The LF of that CRLF, in the next chunk, ends nothing more.
     decoder.push("\n")
-    // The line is complete: held once, as the string joined from its pieces (with its CR), and the last chunk.
-    expect(decoder.pending).toBe(line.length + 1 + (1 + PIECE_COST))
+    expect(decoder.pending).toBe(line.length + (1 + PIECE_COST))
     // Empty data lines hold almost nothing each, yet each counts: a stream of them reaches the caller's bound.
     const empties = "data:\n".repeat(1_000)
     decoder.push(empties)
-    expect(decoder.pending).toBe(line.length + 1 + (1 + PIECE_COST) + empties.length + 1_000 * PIECE_COST)
+    expect(decoder.pending).toBe(line.length + (1 + PIECE_COST) + empties.length + 1_000 * PIECE_COST)
     decoder.push("\n")
     expect(seen).toEqual([`${"x".repeat(500)}${"\n".repeat(1_000)}`])
+    expect(decoder.pending).toBe(0)
+  })
+
+  it("ends lines at CRLF, LF or a lone CR, a CRLF cut between chunks ending one line", () => {
+    const seen: Array<string> = []
+    const decoder = new SseDecoder((data) => seen.push(data))
+    for (const chunk of ['data: {"a":1}\r\r', 'data: {"b":2}\r', "\ndata: more\r", "\n\r", "\n", "data: last\r\r"]) {
+      decoder.push(chunk)
+    }
+    expect(seen).toEqual(['{"a":1}', '{"b":2}\nmore', "last"])
     expect(decoder.pending).toBe(0)
   })
 

@@ -25,6 +25,23 @@ const routes: Record<string, (response: ServerResponse) => void> = {
     // The second event never comes: a streamed body must not wait for the end.
   },
   "/hang": () => {},
+  // Answers nothing, ever.
+  "/blackhole": () => {},
+  // Events of 200 bytes in CR and CRLF lines, each event's end split between two writes a moment apart.
+  "/split-ends": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    const pieces = Array.from({ length: 12 }, (_, n) => [
+      `data: {"n":${n},"pad":"${"x".repeat(180)}"}${n % 2 === 0 ? "\r" : "\r\n"}`,
+      n % 2 === 0 ? "\r" : "\r\n"
+    ]).flat()
+    const next = () => {
+      const piece = pieces.shift()
+      if (piece === undefined) return response.end()
+      response.write(piece)
+      setTimeout(next, 2)
+    }
+    next()
+  },
   // Many events, each small, far more than the limit in all; then one that never ends, in CRLF lines.
   "/many-events": (response) => {
     response.writeHead(200, { "content-type": "text/event-stream" })
@@ -55,7 +72,7 @@ const opened = (maxAnswer?: number) => {
     session: () => ({ era: "legacy", protocolVersion: "2025-11-25", sessionId: undefined }),
     clientInfo: { name: "gateway", version: "test" }
   })
-  return { fetch: makeBackendFetch(channel.connections, maxAnswer), channel, close: () => channel.close() }
+  return { fetch: makeBackendFetch(channel, maxAnswer), channel, close: () => channel.close() }
 }
 
 beforeAll(async () => {
@@ -156,6 +173,36 @@ describe("backend fetch", () => {
     const many = await (await fetch(`${base}/many-events`, { method: "POST", body: "{}" })).text()
     expect(many.match(/event: message/g)).toHaveLength(20)
     close()
+  })
+
+  it("hands the client an event stream with LF line ends, and finds an event's end across two pieces of the stream", async () => {
+    const { fetch, close } = opened(1024)
+    const text = await (await fetch(`${base}/split-ends`, { method: "POST", body: "{}" })).text()
+    expect(text).not.toContain("\r")
+    expect(text).toBe(Array.from({ length: 12 }, (_, n) => `data: {"n":${n},"pad":"${"x".repeat(180)}"}\n\n`).join(""))
+    close()
+  })
+
+  it("sends the MCP client's answers to the backend's requests over the channel's few reply connections, and tells the client 202 at once", async () => {
+    const { fetch, close } = opened()
+    await expect.poll(() => sockets.size).toBe(0)
+    const before = seen.length
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, id) =>
+        fetch(`${base}/blackhole`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id, result: {} })
+        })
+      )
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: 40 }, () => 202))
+    // Unanswered, they hold 16 connections at most; the rest wait (or are dropped past 64).
+    await expect.poll(() => seen.length - before).toBe(16)
+    await new Promise((settle) => setTimeout(settle, 100))
+    expect(sockets.size).toBe(16)
+    close()
+    await expect.poll(() => sockets.size).toBe(0)
   })
 })
 
