@@ -1,5 +1,6 @@
 import { Duration, Effect, Redacted } from "effect"
 import type { Client, Entry } from "ldapts"
+import { hasControlCharacter } from "../../text.js"
 import {
   bindService,
   connectionFailure,
@@ -49,6 +50,7 @@ export const inputProblem = (username: string, password: Redacted.Redacted<strin
   if (username.length > MAX_USERNAME_LENGTH)
     return refuse("invalid_input", `user name over ${MAX_USERNAME_LENGTH} characters`)
   if (/\p{Cs}/u.test(username)) return refuse("invalid_input", "user name is not well-formed Unicode")
+  if (hasControlCharacter(username)) return refuse("invalid_input", "user name holds a control character")
   if (secret === "") return refuse("invalid_input", "empty password")
   if (secret.length > MAX_PASSWORD_LENGTH)
     return refuse("invalid_input", `password over ${MAX_PASSWORD_LENGTH} characters`)

@@ -1,3 +1,5 @@
+import { hasControlCharacter } from "../../text.js"
+
 /**
  * Reading ids and names out of search entries. An entry's attributes come back as ldapts gives them:
  * text when the bytes are valid UTF-8, a Buffer otherwise, an array when there are several values.
@@ -47,6 +49,10 @@ export const MAX_NAME_LENGTH = 256
 export const displayNameOf = (values: ReadonlyArray<unknown>): string | undefined => {
   const [value] = values
   const text = Buffer.isBuffer(value) ? value.toString("utf8") : typeof value === "string" ? value : ""
-  const trimmed = text.trim()
+  // A control character is shown as a space: a name is shown in pages and logs (and U+0000 cannot be stored).
+  const trimmed = [...text]
+    .map((character) => (hasControlCharacter(character) ? " " : character))
+    .join("")
+    .trim()
   return trimmed === "" ? undefined : [...trimmed].slice(0, MAX_NAME_LENGTH).join("")
 }

@@ -1,4 +1,5 @@
 import { isRecord } from "../../json.js"
+import { hasControlCharacter } from "../../text.js"
 import type { UpstreamConnection } from "./connection.js"
 
 /** Why an identity asserted by the upstream is refused (docs/enterprise-sign-in.md, "Refusals"). */
@@ -44,7 +45,8 @@ const stringList = (value: unknown): ReadonlyArray<string> | undefined => {
   if (value === undefined) return []
   if (!Array.isArray(value) || value.length > MAX_CLAIMED_GROUPS) return undefined
   const items = value.filter(
-    (item): item is string => typeof item === "string" && item.length > 0 && item.length <= MAX_CLAIM_TEXT
+    (item): item is string =>
+      typeof item === "string" && item.length > 0 && item.length <= MAX_CLAIM_TEXT && !hasControlCharacter(item)
   )
   return items.length === value.length ? [...new Set(items)] : undefined
 }
@@ -69,12 +71,22 @@ export const identityFrom = (
   const rawSubject = claimAt(claims, oidc ? "sub" : (connection.subjectClaim ?? "sub"), dots)
   const subject =
     typeof rawSubject === "string" ? rawSubject : Number.isSafeInteger(rawSubject) ? String(rawSubject) : undefined
-  if (subject === undefined || subject.trim() === "" || subject.length > MAX_CLAIM_TEXT) return "subject_missing"
+  // A control character is no part of a usable subject, name or group (and U+0000 cannot be stored).
+  if (
+    subject === undefined ||
+    subject.trim() === "" ||
+    subject.length > MAX_CLAIM_TEXT ||
+    hasControlCharacter(subject)
+  ) {
+    return "subject_missing"
+  }
   if (connection.tenant !== undefined && claimAt(claims, connection.tenant.claim, dots) !== connection.tenant.value) {
     return "tenant_mismatch"
   }
   const rawName = connection.nameClaim === undefined ? undefined : claimAt(claims, connection.nameClaim, dots)
-  if (rawName !== undefined && typeof rawName !== "string") return "name_claim_invalid"
+  if (rawName !== undefined && (typeof rawName !== "string" || hasControlCharacter(rawName))) {
+    return "name_claim_invalid"
+  }
   const groups = connection.groupsClaim === undefined ? [] : stringList(claimAt(claims, connection.groupsClaim, dots))
   if (groups === undefined) return "groups_claim_invalid"
   const departments =

@@ -124,6 +124,7 @@ describe("LDAP sign-in", () => {
       yield* expectRefused(nowhere, "", "password", "invalid_input")
       yield* expectRefused(nowhere, "   ", "password", "invalid_input")
       yield* expectRefused(nowhere, "a".repeat(257), "password", "invalid_input")
+      yield* expectRefused(nowhere, "ali\u0000ce", "password", "invalid_input")
       yield* expectRefused(nowhere, "alice", "p".repeat(1025), "invalid_input")
       yield* expectRefused(nowhere, "alice", "password", "unreachable")
     })

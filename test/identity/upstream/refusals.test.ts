@@ -164,6 +164,13 @@ describe("OAuth2 UserInfo upstream", () => {
     ],
     ["an empty subject", { code: "0", data: { org: "corp", user: { id: "  " } } }, "subject_missing"],
     ["a subject that is an object", { code: "0", data: { org: "corp", user: { id: { x: 1 } } } }, "subject_missing"],
+    // A control character is in no usable subject or name (U+0000 would reach PostgreSQL as a 500).
+    ["a subject holding U+0000", { code: "0", data: { org: "corp", user: { id: "u\u00001" } } }, "subject_missing"],
+    [
+      "a name holding a line break",
+      { code: "0", data: { org: "corp", user: { id: "u1", name: "Alice\r\nAdmin: yes" } } },
+      "name_claim_invalid"
+    ],
     ["another tenant", { code: "0", data: { org: "other", user: { id: "u1" } } }, "tenant_mismatch"]
   ] as const) {
     it.scoped(`${what} is refused (${reason})`, () =>
