@@ -84,7 +84,13 @@ export const makeBackendFetch =
       return new Response(null, head)
     }
     if ((head.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-      return new Response(Readable.toWeb(boundedEvents(answer.body, maxAnswer)) as ReadableStream<Uint8Array>, head)
+      // The standing stream (GET) carries the backend's own notifications and requests, as often as it
+      // likes: past `maxStreamEventsPerSecond` it is closed (the MCP client opens it again, later).
+      const rate = init.method === "GET" ? maxStreamEventsPerSecond : undefined
+      return new Response(
+        Readable.toWeb(boundedEvents(answer.body, maxAnswer, rate)) as ReadableStream<Uint8Array>,
+        head
+      )
     }
     return new Response(await wholeBody(answer.body, maxAnswer), head)
   }
@@ -120,6 +126,16 @@ const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number): 
   return Buffer.concat(chunks)
 }
 
+/** Events a second a backend's standing stream may carry; more closes it. */
+export const maxStreamEventsPerSecond = 200
+
+/** How often `mark` occurs in `bytes`, without overlaps. */
+const countOf = (bytes: Buffer, mark: Buffer): number => {
+  let count = 0
+  for (let at = bytes.indexOf(mark); at >= 0; at = bytes.indexOf(mark, at + mark.length)) count += 1
+  return count
+}
+
 const LF = 10
 const CR = 13
 const eventEnd = Buffer.from("\n\n")
@@ -130,8 +146,11 @@ const eventEnd = Buffer.from("\n\n")
  * closed — as soon as one event grows past `limit` bytes, as the channel refuses it: the client would
  * otherwise hold an endless event.
  */
-const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number): Readable => {
+const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number, perSecond?: number): Readable => {
   let sinceEnd = 0
+  // Events counted in the current second (only when `perSecond` is given).
+  let second = 0
+  let events = 0
   // The last byte of the chunk before (an event's end may span two chunks), and whether it was a CR.
   let last = -1
   let afterCr = false
@@ -160,10 +179,23 @@ const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number): Re
       const at = chunk.lastIndexOf(eventEnd)
       const end = at >= 0 ? at + 2 : last === LF && chunk[0] === LF ? 1 : -1
       sinceEnd = end < 0 ? sinceEnd + chunk.length : chunk.length - end
+      const ended = last === LF && chunk[0] === LF
       last = chunk[chunk.length - 1]!
       if (sinceEnd > limit) {
         discard(body)
         return done(new TypeError(`backend fetch: an event of the backend's stream is larger than ${limit} bytes`))
+      }
+      if (perSecond !== undefined) {
+        const now = Math.floor(Date.now() / 1000)
+        if (now !== second) {
+          second = now
+          events = 0
+        }
+        events += (ended ? 1 : 0) + countOf(chunk, eventEnd)
+        if (events > perSecond) {
+          discard(body)
+          return done(new TypeError(`backend fetch: the backend's stream sent more than ${perSecond} events a second`))
+        }
       }
       done(null, chunk)
     }

@@ -27,6 +27,16 @@ const routes: Record<string, (response: ServerResponse) => void> = {
   "/hang": () => {},
   // Answers nothing, ever.
   "/blackhole": () => {},
+  // A standing stream: 150 notifications at once, then (`/flood`) 1,000, and it stays open.
+  "/stream": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    response.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\n'.repeat(150))
+    response.end()
+  },
+  "/flood": (response) => {
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    response.write('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\n'.repeat(1_000))
+  },
   // Events of 200 bytes in CR and CRLF lines, each event's end split between two writes a moment apart.
   "/split-ends": (response) => {
     response.writeHead(200, { "content-type": "text/event-stream" })
@@ -181,6 +191,18 @@ describe("backend fetch", () => {
     expect(text).not.toContain("\r")
     expect(text).toBe(Array.from({ length: 12 }, (_, n) => `data: {"n":${n},"pad":"${"x".repeat(180)}"}\n\n`).join(""))
     close()
+  })
+
+  it("closes a standing (GET) event stream that carries more than 200 events a second, not one that carries fewer", async () => {
+    const { fetch, close } = opened()
+    await expect.poll(() => sockets.size).toBe(0)
+    const calm = await (await fetch(`${base}/stream`, { method: "GET" })).text()
+    expect(calm.match(/event: message/g)).toHaveLength(150)
+    await expect.poll(() => sockets.size).toBeLessThanOrEqual(1)
+    const flood = await fetch(`${base}/flood`, { method: "GET" })
+    await expect(flood.text()).rejects.toThrow()
+    close()
+    await expect.poll(() => sockets.size).toBe(0)
   })
 
   it("sends the MCP client's answers to the backend's requests over the channel's few reply connections, and tells the client 202 at once", async () => {
