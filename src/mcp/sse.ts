@@ -19,18 +19,27 @@ export class SseDecoder {
   push(chunk: string): void {
     // A slice of `chunk` keeps the whole chunk alive: what is held from it is charged the chunk, once.
     let pinned = false
-    const pin = () => {
-      if (pinned) return PIECE_COST
-      pinned = true
-      return chunk.length + PIECE_COST
-    }
     // A line ends at CRLF, LF or CR; a CRLF cut between two chunks ends one line, not two.
     let start = this.afterCr && chunk.charCodeAt(0) === 10 ? 1 : 0
     this.afterCr = false
+    // Most streams end lines with LF alone: a plain search then, the pattern only when a CR is there.
+    const crs = chunk.indexOf("\r", start) >= 0
     const lineEnd = this.lineEnd
-    lineEnd.lastIndex = start
-    for (let found = lineEnd.exec(chunk); found !== null; found = lineEnd.exec(chunk)) {
-      const end = found.index
+    while (true) {
+      let end: number
+      let next: number
+      if (crs) {
+        lineEnd.lastIndex = start
+        const found = lineEnd.exec(chunk)
+        if (found === null) break
+        end = found.index
+        next = end + found[0].length
+        if (found[0] === "\r" && next === chunk.length) this.afterCr = true
+      } else {
+        end = chunk.indexOf("\n", start)
+        if (end < 0) break
+        next = end + 1
+      }
       let line = chunk.slice(start, end)
       // A line completed from held pieces is a new string: charged its own length (and the chunk).
       let joined = 0
@@ -40,13 +49,12 @@ export class SseDecoder {
         this.partial = []
         this.partialCost = 0
       }
-      this.line(line, () => joined + pin())
-      start = end + found[0].length
-      if (found[0] === "\r" && start === chunk.length) this.afterCr = true
+      if (this.line(line, joined + (pinned ? PIECE_COST : chunk.length + PIECE_COST))) pinned = true
+      start = next
     }
     if (start < chunk.length) {
       this.partial.push(start === 0 ? chunk : chunk.slice(start))
-      this.partialCost += pin()
+      this.partialCost += pinned ? PIECE_COST : chunk.length + PIECE_COST
     }
   }
 
@@ -60,23 +68,27 @@ export class SseDecoder {
     return this.partialCost + this.dataCost
   }
 
-  private line(line: string, cost: () => number): void {
+  /** One line of the stream; true when it is held (a data line), charged `cost`. */
+  private line(line: string, cost: number): boolean {
     if (line === "") {
       if (this.data.length > 0 && (this.event === "" || this.event === "message")) this.onMessage(this.data.join("\n"))
       this.data = []
       this.dataCost = 0
       this.event = ""
-      return
+      return false
     }
-    if (line.startsWith(":")) return
+    if (line.startsWith(":")) return false
     const colon = line.indexOf(":")
     const field = colon < 0 ? line : line.slice(0, colon)
     let value = colon < 0 ? "" : line.slice(colon + 1)
     if (value.startsWith(" ")) value = value.slice(1)
     if (field === "data") {
       this.data.push(value)
-      this.dataCost += cost()
-    } else if (field === "event") this.event = value
+      this.dataCost += cost
+      return true
+    }
+    if (field === "event") this.event = value
+    return false
   }
 }
 
