@@ -20,7 +20,24 @@ const DirectoryUserRow = Schema.Struct({
   directory_hash: Schema.NullOr(Schema.String)
 })
 export type DirectoryUserRow = typeof DirectoryUserRow.Type
-const StoredList = Schema.Struct({ user_id: Schema.String, group_ids: Schema.parseJson(Schema.Array(Schema.String)) })
+const StoredRow = Schema.Struct({ user_id: Schema.String, group_ids: Schema.String })
+
+/** A stored list of group ids (the gateway writes a JSON array of strings); anything else is a broken store. */
+const groupIdsOf = (text: string): ReadonlyArray<string> => {
+  const ids: unknown = JSON.parse(text)
+  if (Array.isArray(ids) && ids.every((id) => typeof id === "string")) return ids
+  throw new Error("directory_memberships.group_ids holds something other than a list of group ids")
+}
+
+/**
+ * Rows of `directory_memberships` as read (`user_id`, `group_ids`), each list parsed. The lists are
+ * checked by hand rather than by a Schema: counting members reads every one of up to 1.27 million ids
+ * (src/store/memberships.ts), and a Schema check of each took longer than the count itself.
+ */
+export const readStoredLists = (rows: unknown) =>
+  Effect.map(Schema.decodeUnknown(Schema.Array(StoredRow))(rows), (decoded) =>
+    decoded.map((row) => ({ user_id: row.user_id, group_ids: groupIdsOf(row.group_ids) }))
+  )
 
 /** A person's directory memberships as a snapshot gives them: group ids, sorted, and their digest. */
 export interface MembershipList {
@@ -186,10 +203,7 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
       for (const part of chunks(userIds, JSON_CHUNK)) {
         const ids = JSON.stringify(part.map((id) => [id]))
         const rows = yield* sql`SELECT d.user_id, d.group_ids FROM directory_memberships d
-          JOIN ${jsonRows(ids, ["id"])} AS j ON j.id = d.user_id`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(Schema.Array(StoredList))),
-          die
-        )
+          JOIN ${jsonRows(ids, ["id"])} AS j ON j.id = d.user_id`.pipe(Effect.flatMap(readStoredLists), die)
         for (const row of rows) found.set(row.user_id, row.group_ids)
       }
       return found

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { readStoredLists } from "./directory.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
 /**
@@ -19,17 +20,6 @@ export type MembershipRow = typeof MembershipRow.Type
 
 /** People whose directory lists SQLite reads per statement when it counts members (a few milliseconds each). */
 export const COUNT_SLICE = 200
-
-const decodeRows = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ user_id: Schema.String, group_ids: Schema.String }))
-)
-
-/** A stored list of group ids (written by the gateway as a JSON array of strings); anything else is a broken store. */
-const groupIdsOf = (text: string): ReadonlyArray<string> => {
-  const ids: unknown = JSON.parse(text)
-  if (Array.isArray(ids) && ids.every((id) => typeof id === "string")) return ids
-  throw new Error("directory_memberships.group_ids holds something other than a list of group ids")
-}
 
 /** The rest of this turn of the event loop for everything waiting on I/O: resumes in the check phase. */
 const nextTurn = Effect.async<void>((resume) => {
@@ -92,8 +82,8 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       let after = ""
       for (;;) {
         const rows = yield* sql`SELECT user_id, group_ids FROM directory_memberships
-          WHERE user_id > ${after} ORDER BY user_id LIMIT ${COUNT_SLICE}`.pipe(Effect.flatMap(decodeRows))
-        for (const row of rows) for (const id of groupIdsOf(row.group_ids)) counts.set(id, (counts.get(id) ?? 0) + 1)
+          WHERE user_id > ${after} ORDER BY user_id LIMIT ${COUNT_SLICE}`.pipe(Effect.flatMap(readStoredLists))
+        for (const row of rows) for (const id of row.group_ids) counts.set(id, (counts.get(id) ?? 0) + 1)
         if (rows.length < COUNT_SLICE) return [...counts]
         after = rows[rows.length - 1]!.user_id
         yield* nextTurn
