@@ -176,10 +176,11 @@ const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number, per
     transform(raw: Buffer, _encoding, done) {
       const chunk = toLf(raw)
       if (chunk.length === 0) return done()
-      const at = chunk.lastIndexOf(eventEnd)
-      const end = at >= 0 ? at + 2 : last === LF && chunk[0] === LF ? 1 : -1
-      sinceEnd = end < 0 ? sinceEnd + chunk.length : chunk.length - end
+      // An event ended where the chunk before left off with LF and this one starts with one.
       const ended = last === LF && chunk[0] === LF
+      const at = chunk.lastIndexOf(eventEnd)
+      const end = at >= 0 ? at + 2 : ended ? 1 : -1
+      sinceEnd = end < 0 ? sinceEnd + chunk.length : chunk.length - end
       last = chunk[chunk.length - 1]!
       if (sinceEnd > limit) {
         discard(body)
