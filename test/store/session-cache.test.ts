@@ -22,6 +22,25 @@ const pausedLoad = (cache: SessionCache, id: string) =>
     return { finish: Effect.zipRight(Deferred.succeed(gate, undefined), Fiber.join(fiber)) }
   })
 
+/**
+ * Session `id`, just invalidated: read from the store at every load (`live`, then `revoked`, each as
+ * loaded) until `SESSION_CACHE_TTL_MS` have passed (`meanwhile` runs before they do), then cached again.
+ */
+const uncachedThenCached = (
+  cache: SessionCache,
+  id: string,
+  meanwhile: () => Effect.Effect<void> = () => Effect.void
+) =>
+  Effect.gen(function* () {
+    expect(yield* cache.session(id, Effect.succeed(live))).toEqual(live)
+    expect(yield* cache.session(id, Effect.succeed(revoked))).toEqual(revoked)
+    yield* meanwhile()
+    yield* TestClock.adjust(SESSION_CACHE_TTL_MS)
+    // Long committed: cached again.
+    expect(yield* cache.session(id, Effect.succeed(revoked))).toEqual(revoked)
+    expect(yield* cache.session(id, Effect.succeed(live))).toEqual(revoked)
+  })
+
 describe("SessionCache", () => {
   it.effect("caches a load nothing invalidated, and not one an invalidation overtook", () =>
     Effect.gen(function* () {
@@ -64,13 +83,9 @@ describe("SessionCache", () => {
         const cache = yield* SessionCache
         yield* cache.forgetSessions(["e"])
         // Loaded after the invalidation but (say) before the revoking transaction committed: the old row.
-        expect(yield* cache.session("e", Effect.succeed(live))).toEqual(live)
-        expect(yield* cache.session("e", Effect.succeed(revoked))).toEqual(revoked)
-        expect(cache.cachedSession("e", SESSION_CACHE_TTL_MS - 1)).toBeUndefined()
-        yield* TestClock.adjust(SESSION_CACHE_TTL_MS)
-        // Long committed: cached again.
-        expect(yield* cache.session("e", Effect.succeed(revoked))).toEqual(revoked)
-        expect(yield* cache.session("e", Effect.succeed(live))).toEqual(revoked)
+        yield* uncachedThenCached(cache, "e", () =>
+          Effect.sync(() => expect(cache.cachedSession("e", SESSION_CACHE_TTL_MS - 1)).toBeUndefined())
+        )
         // The same for a user's status.
         yield* cache.forgetUser("u")
         expect(yield* cache.userStatus("u", Effect.succeed("enabled"))).toBe("enabled")
@@ -86,11 +101,7 @@ describe("SessionCache", () => {
         yield* cache.forgetSessions(["f"])
         yield* cache.forgetSessions(Array.from({ length: 60_000 }, (_, index) => `flood${index}`))
         // "f"'s own stamp was dropped for memory; it is still not cached within the time to live.
-        expect(yield* cache.session("f", Effect.succeed(live))).toEqual(live)
-        expect(yield* cache.session("f", Effect.succeed(revoked))).toEqual(revoked)
-        yield* TestClock.adjust(SESSION_CACHE_TTL_MS)
-        expect(yield* cache.session("f", Effect.succeed(revoked))).toEqual(revoked)
-        expect(yield* cache.session("f", Effect.succeed(live))).toEqual(revoked)
+        yield* uncachedThenCached(cache, "f")
       }).pipe(Effect.provide(SessionCache.Default))
   )
 })
