@@ -17,11 +17,11 @@
  * (`--heap-live`: only those still reachable at exit); `--attach S` prints the gateways' pids and waits
  * S seconds (to attach `strace -c -f -p` or perf) before measuring.
  */
-import { readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
 import { ensureBuilt, gatewayEntry } from "./build.js"
+import { cpuMicros } from "./cpu.js"
 import { type Deployment, devToken, newDeployment, removeDeployment, startGateway, waitServing } from "./gateway.js"
 import { grantDeveloper } from "./grant.js"
 import { freePort } from "./http.js"
@@ -64,12 +64,6 @@ const heapSampler = `data:text/javascript,${encodeURIComponent(`
   }));
 `)}`
 const block = 100
-
-/** utime + stime of a process, in µs (clock ticks of 10 ms on Linux). */
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 const current = args.includes("--no-build") ? gatewayEntry : await ensureBuilt()
 const compared = option("--compare")
