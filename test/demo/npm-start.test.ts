@@ -217,7 +217,7 @@ describe("npm start", () => {
     // npm's only child is node itself, running the bundle: no shell, no tsx launcher or compiler service.
     const gatewayPid = onlyNode(npmPid)
     expect(command(gatewayPid).slice(1, 3)).toEqual(["dist/demo.js", "--config"])
-    expect(tree(npmPid).some((pid) => command(pid).some((arg) => arg.includes("tsx")))).toBe(false)
+    expect(tree(npmPid).some((pid) => command(pid).some((arg) => /(^|\/)tsx(\/|$)/.test(arg)))).toBe(false)
     expect(readFileSync(`/proc/${gatewayPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]).toBe(String(npmPid))
     expect(await accepts(ports.demo)).toBe(true)
     expect((await fetch(`http://127.0.0.1:${ports.gateway}/readyz`)).status).toBe(200)
