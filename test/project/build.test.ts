@@ -7,6 +7,7 @@
 import { execFile } from "node:child_process"
 import {
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -64,6 +65,16 @@ const npmStart = () =>
 const builtAt = () => statSync(join(project, "dist/demo.js")).mtimeMs
 
 describe("npm start's prestart (node scripts/build.mjs --if-stale)", () => {
+  it("refuses an option it does not know, with its usage and exit code 2, and builds nothing", async () => {
+    const refused = await new Promise<{ code: number; stderr: string }>((done) =>
+      execFile(process.execPath, [join(project, "scripts/build.mjs"), "--if-stal"], (error, _stdout, stderr) =>
+        done({ code: error === null ? 0 : Number(error.code), stderr })
+      )
+    )
+    expect(refused).toEqual({ code: 2, stderr: "usage: node scripts/build.mjs [--if-stale]\n" })
+    expect(existsSync(join(project, "dist"))).toBe(false)
+  })
+
   it("builds dist/ when it is missing, leaves an up-to-date dist/ alone, and builds again after a source changes", async () => {
     writeDemo("first")
     const fresh = await npmStart()
