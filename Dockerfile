@@ -26,10 +26,11 @@ ENV npm_config_build_from_source=better-sqlite3 \
   npm_config_audit=false
 
 # Dependencies first: this layer is reused until package.json or the lockfile change.
-# Install scripts must run (better-sqlite3); package.json's allowScripts approves them for npm
-# versions that enforce it, older npm 11 runs them anyway.
+# --ignore-scripts, then the install scripts of the two dependencies package.json's allowScripts
+# approves (better-sqlite3, esbuild): `npm ci` would also run the project's own `prepare` (the build),
+# whose sources are not copied yet; `npm run build` below builds them.
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci
+RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts && npm rebuild better-sqlite3 esbuild
 
 COPY tsconfig.json ./
 COPY scripts ./scripts

@@ -1,15 +1,28 @@
 /**
- * `npm start` is one Node process under npm that owns the gateway and the demo backend (README, "Quick
- * start"): SIGHUP to it reloads, SIGTERM to npm drains and exits with the gateway's code, and npm dying
- * of a signal it does not forward takes the gateway with it. Run for real: npm, signals, ports.
+ * `npm start` is one Node process under npm that owns the gateway and the demo backend, run from the
+ * bundle (dist/demo.js) rather than through tsx (README, "Quick start"): SIGHUP to it reloads, SIGTERM to
+ * npm drains and exits with the gateway's code, and npm dying of a signal it does not forward takes the
+ * gateway with it. `npm run dev` is the same from the sources, through tsx. Run for real: npm, signals,
+ * ports. `npm start` runs in a project of its own whose dist/ is this run's bundle (the checkout's dist/
+ * may be older than the sources), with the checkout's package.json; its `prestart` (a rebuild of a
+ * stale dist/) is tested in test/project/build.test.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { connect, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { freePort, newConfigKey } from "../support/gateway-process.js"
+import { freePort, gatewayBundleDirectory, newConfigKey } from "../support/gateway-process.js"
 
 const root = resolve(import.meta.dirname, "../..")
 
@@ -29,8 +42,26 @@ afterEach(() => {
   }
 })
 
-/** `npm start` on free ports (the demo's: `demoPort` when given), resolved once it serves (`serving: false`: at once). */
-const start = async (options: { readonly demoPort?: number; readonly serving?: boolean } = {}): Promise<Started> => {
+/**
+ * A project whose package.json is the checkout's and whose dist/ is this run's bundle, for `npm start`:
+ * what `npm ci` leaves in a fresh clone, as far as `npm start` reads it.
+ */
+const bundledProject = (dir: string): string => {
+  const project = join(dir, "project")
+  mkdirSync(project)
+  copyFileSync(join(root, "package.json"), join(project, "package.json"))
+  symlinkSync(gatewayBundleDirectory(), join(project, "dist"))
+  symlinkSync(join(root, "node_modules"), join(project, "node_modules"))
+  return project
+}
+
+/**
+ * `npm start` (or `npm run dev`, from the checkout's sources) on free ports (the demo's: `demoPort` when
+ * given), resolved once it serves (`serving: false`: at once).
+ */
+const start = async (
+  options: { readonly demoPort?: number; readonly serving?: boolean; readonly script?: "start" | "dev" } = {}
+): Promise<Started> => {
   const ports = { gateway: await freePort(), admin: await freePort(), demo: options.demoPort ?? (await freePort()) }
   const dir = mkdtempSync(join(tmpdir(), "gateway-npm-start-"))
   const configFile = join(dir, "gateway.yaml")
@@ -55,9 +86,15 @@ backends:
       - tools: ["*"]
 `
   )
-  // GATEWAY_CONFIG_KEY set: --dev then writes no data/dev-config.key into the checkout.
-  const npm = spawn("npm", ["start", "--", "--config", configFile, "--demo-port", String(ports.demo)], {
-    cwd: root,
+  const startOptions = ["--", "--config", configFile, "--demo-port", String(ports.demo)]
+  // --ignore-scripts: `start` without its `prestart`, which would look for sources to rebuild from.
+  const [args, cwd] =
+    options.script === "dev"
+      ? [["run", "dev", ...startOptions], root]
+      : [["start", "--ignore-scripts", ...startOptions], bundledProject(dir)]
+  // GATEWAY_CONFIG_KEY set: --dev then writes no data/dev-config.key into the working directory.
+  const npm = spawn("npm", args, {
+    cwd,
     env: {
       PATH: process.env["PATH"] ?? "",
       HOME: process.env["HOME"] ?? "/tmp",
@@ -164,18 +201,23 @@ const eventually = async (check: () => boolean | Promise<boolean>, timeoutMs = 1
 const allGone = (pids: ReadonlyArray<number>, ports: ReadonlyArray<number>) =>
   eventually(async () => pids.every((pid) => !runs(pid)) && !(await Promise.all(ports.map(accepts))).some(Boolean))
 
+/** The one Node process under npm (failing the test when there is none or more than one). */
+const onlyNode = (npmPid: number): number => {
+  const descendants = tree(npmPid).filter((pid) => pid !== npmPid && command(pid)[0] !== undefined)
+  const nodes = descendants.filter((pid) => /(^|\/)node$/.test(command(pid)[0]!))
+  expect(nodes).toHaveLength(1)
+  return nodes[0]!
+}
+
 describe("npm start", () => {
-  it("is one Node process under npm serving the gateway and the demo; SIGHUP to it reloads; SIGTERM to npm leaves nothing running or listening", async () => {
+  it("is one Node process under npm running the bundle (dist/demo.js, no tsx) with the gateway and the demo; SIGHUP to it reloads; SIGTERM to npm leaves nothing running or listening", async () => {
     const started = await start()
     const { ports } = started
     const npmPid = started.npm.pid!
-    const descendants = tree(npmPid).filter((pid) => pid !== npmPid && command(pid)[0] !== undefined)
-    // npm's only child is node itself: no shell and no tsx launcher in between (esbuild, tsx's
-    // compiler service, is a child of that node, not a second Node process).
-    const nodes = descendants.filter((pid) => /(^|\/)node$/.test(command(pid)[0]!))
-    expect(nodes).toHaveLength(1)
-    const gatewayPid = nodes[0]!
-    expect(command(gatewayPid).slice(1, 4)).toEqual(["--import", "tsx", "src/demo/start.ts"])
+    // npm's only child is node itself, running the bundle: no shell, no tsx launcher or compiler service.
+    const gatewayPid = onlyNode(npmPid)
+    expect(command(gatewayPid).slice(1, 3)).toEqual(["dist/demo.js", "--config"])
+    expect(tree(npmPid).some((pid) => command(pid).some((arg) => /(^|\/)tsx(\/|$)/.test(arg)))).toBe(false)
     expect(readFileSync(`/proc/${gatewayPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]).toBe(String(npmPid))
     expect(await accepts(ports.demo)).toBe(true)
     expect((await fetch(`http://127.0.0.1:${ports.gateway}/readyz`)).status).toBe(200)
@@ -190,6 +232,19 @@ describe("npm start", () => {
     expect(await started.exited).toBe(0)
     expect(started.stderr()).toContain('"msg":"stopped"')
     expect(await allGone(everything, [ports.gateway, ports.admin, ports.demo])).toBe(true)
+  }, 120_000)
+
+  it("npm run dev runs the same from the sources through tsx, as one Node process that SIGTERM to npm stops with exit code 0", async () => {
+    const started = await start({ script: "dev" })
+    const npmPid = started.npm.pid!
+    // esbuild, tsx's compiler service, is a child of that node, not a second Node process.
+    const gatewayPid = onlyNode(npmPid)
+    expect(command(gatewayPid).slice(1, 4)).toEqual(["--import", "tsx", "src/demo/start.ts"])
+    expect((await fetch(`http://127.0.0.1:${started.ports.gateway}/readyz`)).status).toBe(200)
+    const everything = tree(npmPid)
+    started.npm.kill("SIGTERM")
+    expect(await started.exited).toBe(0)
+    expect(await allGone(everything, Object.values(started.ports))).toBe(true)
   }, 120_000)
 
   it("stops the gateway when npm dies of a signal it does not forward (SIGHUP)", async () => {

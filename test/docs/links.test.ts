@@ -3,7 +3,9 @@
  * a file or folder of the repository (and a `#anchor` at a heading of the Markdown file it names), and
  * every command shown in code (`gateway <subcommand>`, `src/main.ts <subcommand>`, `dist/main.js
  * <subcommand>`, `npm run <script>`) at a subcommand of the CLI (src/cli/run.ts) or a script of
- * package.json.
+ * package.json. And a command shown for a checkout runs the build `npm ci` makes (`node dist/main.js
+ * <subcommand>`, an npm script), never the sources through tsx (about 10 s a command) nor `npx gateway`
+ * (README, "Running it for real").
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
@@ -59,7 +61,13 @@ const npmRun = /\bnpm run(?:[ \t]+-s)?[ \t]+([\w:-]+)/g
 /** Code that reads like a command but is none: constants the docs quote. */
 const notCommands = new Set(["gateway sealed secrets v1"])
 
+// The CLI run from its sources through tsx, and the executable's name through npx.
+const slowCommand = /\btsx[ \t]+src\/main\.ts\b|\bnpx[ \t]+gateway[ \t]+(?=[a-z-])/g
+
 const checkCode = (code: string): Array<string> => [
+  ...[...code.matchAll(slowCommand)].map(
+    (match) => `${match[0].trim()}: show \`node dist/main.js <subcommand>\` (the build npm ci makes) instead`
+  ),
   ...[...(notCommands.has(code) ? [] : code.matchAll(cliCommand))]
     .filter((match) => !subcommands.has(match[1]!))
     .map((match) => `${match[0].trim()}: "${match[1]}" is not a subcommand of gateway`),
@@ -84,8 +92,16 @@ describe("the docs check (README.md, docs/)", () => {
     }
   )
 
+  it("refuses a command that runs the CLI through tsx or npx", () => {
+    expect(checkCode("npx tsx src/main.ts init-admin --config config/gateway.yaml")).toEqual([
+      "tsx src/main.ts: show `node dist/main.js <subcommand>` (the build npm ci makes) instead"
+    ])
+    expect(checkCode("npx gateway connect http://127.0.0.1:8080/mcp")).toHaveLength(1)
+    expect(checkCode("node dist/main.js init-admin --config config/gateway.yaml")).toEqual([])
+  })
+
   it.each(documents.map((path) => [relative(root, path), path]))(
-    "%s: every gateway subcommand and npm script shown exists",
+    "%s: every gateway subcommand and npm script shown exists, run from the build",
     (_name, path) => {
       expect(markdownOf(path).code.flatMap(checkCode)).toEqual([])
     }

@@ -1,7 +1,8 @@
 import { type Browser, chromium } from "playwright-core"
+// Debian's Chromium (`apt-get install -y chromium`; `.ci/run` installs it), where `npm test` looks first.
+import { CHROMIUM_PATH } from "../../scripts/test-prerequisites.mjs"
 
-/** Debian's Chromium (`apt-get install -y chromium`; `.ci/run` installs it). */
-export const CHROMIUM_PATH = "/usr/bin/chromium"
+export { CHROMIUM_PATH }
 
 const flags = [
   "--headless",

@@ -1,22 +1,10 @@
 /**
  * vitest `globalSetup`: the sign-in tests drive Debian's Chromium (test/support/browser.ts). Without it
  * the run stops before any test, saying how to get it, instead of failing deep inside a test with
- * "Failed to launch chromium".
+ * "Failed to launch chromium". `npm test` asks the same before its type check
+ * (scripts/test-prerequisites.mjs, which holds the check); this covers `npx vitest` on its own.
  */
-import { accessSync, constants } from "node:fs"
-import { CHROMIUM_PATH } from "./browser.js"
-
-const missingChromium = (path: string = CHROMIUM_PATH): string | undefined => {
-  try {
-    accessSync(path, constants.X_OK)
-    return undefined
-  } catch {
-    return (
-      `The tests need Chromium at ${path} for the browser sign-in pages, and it is not there. ` +
-      "Install it with `apt-get install -y chromium` (Debian), or run `.ci/run`, which installs it before `npm test`."
-    )
-  }
-}
+import { missingChromium } from "../../scripts/test-prerequisites.mjs"
 
 export default function setup(): void {
   const problem = missingChromium()

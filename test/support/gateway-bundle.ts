@@ -16,7 +16,7 @@ import type { TestProject } from "vitest/node"
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** The directory holding this run's `main.js` and `serve-for-tests.js`. */
+    /** The directory holding this run's `main.js`, `demo.js` and `serve-for-tests.js`. */
     gatewayBundle: string
   }
 }
@@ -60,8 +60,12 @@ export default async function setup(project: TestProject): Promise<() => void> {
     await build({
       ...gatewayBuildOptions,
       absWorkingDir: root,
-      // The executable, and the same with the test-only route (test/support/serve-for-tests.ts).
-      entryPoints: { main: "src/main.ts", "serve-for-tests": "test/support/serve-for-tests.ts" },
+      // The executable and `npm start`'s demo.js, as shipped, and the executable with the test-only
+      // route (test/support/serve-for-tests.ts).
+      entryPoints: {
+        ...(gatewayBuildOptions.entryPoints as Record<string, string>),
+        "serve-for-tests": "test/support/serve-for-tests.ts"
+      },
       outdir,
       // Source maps would add seconds to the build, and reading them (--enable-source-maps) 0.4 s to
       // every start.

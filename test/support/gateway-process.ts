@@ -8,18 +8,22 @@ const root = resolve(import.meta.dirname, "../..")
 
 /**
  * The `gateway` executable as built for this run (test/support/gateway-bundle.ts, a vitest globalSetup):
- * `main.js` is dist/main.js from the current sources, `serve-for-tests.js` the same with one test-only route.
+ * `main.js` is dist/main.js from the current sources, `serve-for-tests.js` the same with one test-only route,
+ * `demo.js` what `npm start` runs.
  */
 // Loaded only under vitest: the benchmarks import this file's helpers (freePort) outside it, where
 // importing vitest throws.
 const vitest = process.env["VITEST"] === undefined ? undefined : await import("vitest")
 
-const bundled = (entry: "main" | "serve-for-tests") => {
+/** This run's build of dist/ (`main.js`, `demo.js`, `serve-for-tests.js` and their chunks). */
+export const gatewayBundleDirectory = (): string => {
   const dir = vitest?.inject("gatewayBundle")
   if (dir === undefined)
     throw new Error("no gateway bundle: run the tests with vitest.config.ts (its globalSetup builds it)")
-  return join(dir, `${entry}.js`)
+  return dir
 }
+
+const bundled = (entry: "main" | "serve-for-tests") => join(gatewayBundleDirectory(), `${entry}.js`)
 
 /** The path of `gateway` itself (dist/main.js built from the current sources), for `node <path> <args>`. */
 export const gatewayExecutable = (): string => bundled("main")

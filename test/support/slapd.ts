@@ -1,8 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import {
-  accessSync,
   chownSync,
-  constants,
   copyFileSync,
   mkdirSync,
   mkdtempSync,
@@ -16,6 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redacted } from "effect"
 import { Client, type Entry } from "ldapts"
+import { missingSlapd, SLAPADD_PATH, SLAPD_PATH } from "../../scripts/test-prerequisites.mjs"
 import type { LdapSettings } from "../../src/identity/ldap/settings.js"
 
 /**
@@ -33,22 +32,10 @@ import type { LdapSettings } from "../../src/identity/ldap/settings.js"
  * `allow bind_anon_dn` makes a bind with a DN and an empty password succeed (as an anonymous bind), as
  * on many real servers: the case the sign-in must refuse before it ever asks.
  */
-export const SLAPD_PATH = "/usr/sbin/slapd"
-export const SLAPD_INSTALL =
-  "echo 'slapd slapd/no_configuration boolean true' | debconf-set-selections; " +
-  "DEBIAN_FRONTEND=noninteractive apt-get install -y slapd ldap-utils"
-
+// Where slapd is looked for and what to say when it is missing: shared with `npm test`'s first check.
 const requireSlapd = () => {
-  for (const tool of [SLAPD_PATH, "/usr/sbin/slapadd"]) {
-    try {
-      accessSync(tool, constants.X_OK)
-    } catch {
-      throw new Error(
-        `The LDAP tests need OpenLDAP's ${tool}, and it is not there. Install it with \`${SLAPD_INSTALL}\` ` +
-          "(Debian), or run `.ci/run`, which installs it before `npm test`."
-      )
-    }
-  }
+  const problem = missingSlapd()
+  if (problem !== undefined) throw new Error(problem)
 }
 
 export const BASE_DN = "dc=example,dc=test"
@@ -359,7 +346,7 @@ export const startSlapd = async (certificates: LdapCertificates, tls: ServerTls)
   ].join("\n")
   writeFileSync(join(dir, "slapd.conf"), config)
   writeFileSync(join(dir, "seed.ldif"), seedLdif())
-  execFileSync("/usr/sbin/slapadd", ["-q", "-f", join(dir, "slapd.conf"), "-l", join(dir, "seed.ldif")], {
+  execFileSync(SLAPADD_PATH, ["-q", "-f", join(dir, "slapd.conf"), "-l", join(dir, "seed.ldif")], {
     stdio: ["ignore", "ignore", "pipe"]
   })
   const user = openldapUser()
