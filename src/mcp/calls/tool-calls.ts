@@ -145,6 +145,12 @@ const inputCapabilities = (declared: Record<string, unknown> | undefined): Recor
 /** How many rounds of input one call may ask for before the gateway gives up on it. */
 const MAX_INPUT_ROUNDS = 8
 
+/** A backend's request for input nesting deeper than the gateway passes on: answered so, never relayed. */
+const requestTooDeep: JsonRpcErrorObject = {
+  code: ProtocolErrorCode.InvalidParams,
+  message: tooDeep("the request for input", "nests")
+}
+
 /** What a caller that did not declare a capability answers a request needing it (as the MCP client SDK does). */
 const methodNotFound: JsonRpcErrorObject = { code: ProtocolErrorCode.MethodNotFound, message: "Method not found" }
 
@@ -331,7 +337,13 @@ export const ToolCallsLive = Layer.scoped(
         askCaller === undefined || profile === noProfile
           ? undefined
           : async (asked: { readonly method: string; readonly params: unknown }): Promise<InputAnswer> => {
-              if (!answers(profile, asked.method)) return { ok: false, error: methodNotFound }
+              // Not what the caller declared (an SDK server sends no such request on this session): declined, and
+              // logged like a refused `input_required`.
+              if (!answers(profile, asked.method)) {
+                logRefusedInput(backendId, asked.method)
+                return { ok: false, error: methodNotFound }
+              }
+              if (nestsDeeperThan(asked.params, MAX_ARGUMENT_DEPTH)) return { ok: false, error: requestTooDeep }
               const view = await viewOf(request.view.caller)
               if (view === undefined || !allows(engine.decide(view, tool, request.arguments), approved)) {
                 return {
