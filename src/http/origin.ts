@@ -40,8 +40,11 @@ export const originPolicy = (config: GatewayConfig): ((origin: string | undefine
 export const originAllowed = (origin: string | undefined, config: GatewayConfig): boolean =>
   originPolicy(config)(origin)
 
-/** Headers a cross-origin script may read: the challenge and the id to quote in a support request. */
-const exposed = "WWW-Authenticate, X-Request-Id, Mcp-Protocol-Version"
+/**
+ * Headers a cross-origin script may read: the challenge, the id to quote in a support request, and the
+ * session id that carries a 2025-era client's declared capabilities (docs/mcp.md, "Input requests").
+ */
+const exposed = "WWW-Authenticate, X-Request-Id, Mcp-Protocol-Version, Mcp-Session-Id"
 
 /** Response headers for an allowed browser origin; none for non-browser requests. */
 export const corsHeaders = (origin: string | undefined): Readonly<Record<string, string>> =>
@@ -58,6 +61,7 @@ export const allowedRequestHeaders = (paramHeaders: ReadonlyArray<string>): stri
     "Mcp-Protocol-Version",
     "Mcp-Method",
     "Mcp-Name",
+    "Mcp-Session-Id",
     "traceparent",
     "tracestate",
     ...paramHeaders

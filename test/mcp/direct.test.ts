@@ -368,8 +368,9 @@ describe("the direct path through the gateway", () => {
   it.each([
     // The input_required result reaches the client, which cannot fulfil it (it declared no elicitation).
     ["modern", "CAPABILITY_NOT_SUPPORTED", "elicitation/create"],
-    // The gateway asks the client on the call's stream; the client has no handler and answers -32601.
-    ["legacy", -32601, "Method not found"]
+    // The client declared no elicitation in `initialize` (its gateway session id says so), so the backend
+    // was told it cannot be asked: the gateway refuses the request rather than ask it.
+    ["legacy", -32603, 'asked for input with "elicitation/create", which the gateway does not relay']
   ] as const)(
     "a backend asking for more input: the %s client is asked, and its refusal ends the call; the backend stays in service",
     async (era, code, message) => {

@@ -72,21 +72,26 @@ afterAll(async () => {
 })
 
 /** A 2025-era client that answers elicitation with `elicit` and roots/list with one root. */
-const legacyClient = async (elicit: (signal: AbortSignal) => Promise<Record<string, unknown>>) => {
+const legacyClient = async (elicit: (signal: AbortSignal) => Promise<Record<string, unknown>>, roots = true) => {
   const token = await gateway.token()
   const client = new Client(
     { name: "asked", version: "1.0.0" },
-    { capabilities: { elicitation: {}, roots: { listChanged: true } }, versionNegotiation: { mode: "legacy" } }
+    {
+      capabilities: { elicitation: {}, ...(roots ? { roots: { listChanged: true } } : {}) },
+      versionNegotiation: { mode: "legacy" }
+    }
   )
   const asked: Array<string> = []
   client.setRequestHandler("elicitation/create", async (_request, ctx) => {
     asked.push("elicitation/create")
     return (await elicit(ctx.mcpReq.signal)) as never
   })
-  client.setRequestHandler("roots/list", async () => {
-    asked.push("roots/list")
-    return { roots: [{ uri: "file:///home/someone" }] }
-  })
+  if (roots) {
+    client.setRequestHandler("roots/list", async () => {
+      asked.push("roots/list")
+      return { roots: [{ uri: "file:///home/someone" }] }
+    })
+  }
   await client.connect(
     new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { authProvider: { token: async () => token } })
   )
@@ -206,9 +211,10 @@ describe("input nested too deep", () => {
   })
 })
 
-describe("a backend asking a caller for something other than elicitation or sampling", () => {
+describe("a backend asking a caller for something the caller did not declare", () => {
   it.each(["roots/list", "tools/call"])("is not relayed (%s): the call fails and it is logged", async (method) => {
-    const { client, asked } = await legacyClient(async () => ({ action: "accept", content: {} }))
+    // The caller declared elicitation only (in `initialize`, carried by the gateway's session id).
+    const { client, asked } = await legacyClient(async () => ({ action: "accept", content: {} }), false)
     const before = legs("odd")
     expect(await failure(client.callTool({ name: "desk__odd", arguments: { method } }))).toEqual({
       code: -32603,

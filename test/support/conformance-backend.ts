@@ -38,11 +38,11 @@ import { type LoopbackServer, serveLoopback } from "./mcp-http.js"
 export type ConformanceBackend = LoopbackServer
 
 /** 1x1 red PNG and a minimal WAV, as in the reference server. */
-const image = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-const audio = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+export const image = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+export const audio = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 /** SEP-1613: listed exactly as written (`$schema`, `$defs`, `additionalProperties` kept). */
-const jsonSchema2020 = {
+export const jsonSchema2020 = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object" as const,
   $defs: {
@@ -53,7 +53,7 @@ const jsonSchema2020 = {
 }
 
 /** SEP-1034: a default for every primitive type. */
-const defaultsSchema = {
+export const defaultsSchema = {
   type: "object" as const,
   properties: {
     name: { type: "string" as const, description: "User name", default: "John Doe" },
@@ -71,7 +71,7 @@ const defaultsSchema = {
 }
 
 /** SEP-1330: the five enum shapes. */
-const enumsSchema = {
+export const enumsSchema = {
   type: "object" as const,
   properties: {
     untitledSingle: {
@@ -442,7 +442,7 @@ const createServer = () => {
 }
 
 /** An in-memory event store (SEP-1699 resumability), keyed `<stream>::<sequence>`. */
-const memoryEventStore = (): EventStore => {
+export const memoryEventStore = (): EventStore => {
   const events: Array<{ readonly id: string; readonly stream: string; readonly message: JSONRPCMessage }> = []
   return {
     storeEvent: async (stream, message) => {
@@ -462,7 +462,7 @@ const memoryEventStore = (): EventStore => {
   }
 }
 
-const jsonError = (status: number, code: number, message: string) =>
+export const jsonError = (status: number, code: number, message: string) =>
   new Response(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code, message } }), {
     status,
     headers: { "content-type": "application/json" }

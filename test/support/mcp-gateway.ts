@@ -11,6 +11,7 @@ import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { type GatewayTool, GatewayTools } from "../../src/mcp/catalog/gateway-tools.js"
+import { ReconnectTiming, type ReconnectTimingShape } from "../../src/mcp/upstream/slot.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
@@ -49,6 +50,8 @@ export interface TestGatewayOptions {
   readonly sessionGuard?: boolean | Context.Tag.Service<SessionGuard>
   /** Shorter external JWKS timings (cooldown, retries) than production's, so tests need not wait. */
   readonly externalJwksTiming?: Partial<ExternalJwksTimingShape>
+  /** Backend reconnect timings (a backoff already at its cap, say) instead of production's. */
+  readonly reconnectTiming?: Partial<ReconnectTimingShape>
   readonly auth?: Record<string, unknown>
   readonly publicPath?: string
   /**
@@ -97,6 +100,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     baseLayer(loaded.config, key),
     guard === true ? testSessionGuard : guard === false ? Layer.empty : Layer.succeed(SessionGuard, guard),
     timing,
+    Layer.succeed(ReconnectTiming, { ...ReconnectTiming.defaultValue(), ...options.reconnectTiming }),
     options.policy === "store" ? Layer.empty : permitAllAccess
   )
   const overrides = {

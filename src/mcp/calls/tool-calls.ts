@@ -26,6 +26,7 @@ import {
   inputNotRelayed,
   requestTimeoutCode
 } from "../upstream/forward.js"
+import { answers, type ClientProfile, capabilitiesOf, noProfile } from "./client-profile.js"
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, tooDeep } from "./depth.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
 import { type InputAnswer, InputRelay } from "./input-relay.js"
@@ -69,6 +70,11 @@ export interface ToolCallRequest {
    * backend the retry itself. Absent: a backend's request for input is answered as not relayed.
    */
   readonly askCaller?: (request: { readonly method: string; readonly params: unknown }) => Promise<InputAnswer>
+  /**
+   * With `askCaller`: what the 2025-era caller declared in its `initialize`, carried by the gateway's
+   * session id (src/mcp/calls/client-profile.ts); undefined when the caller sent none.
+   */
+  readonly clientProfile?: ClientProfile
 }
 
 export type ToolCallOutcome =
@@ -138,6 +144,15 @@ const inputCapabilities = (declared: Record<string, unknown> | undefined): Recor
 
 /** How many rounds of input one call may ask for before the gateway gives up on it. */
 const MAX_INPUT_ROUNDS = 8
+
+/** A backend's request for input nesting deeper than the gateway passes on: answered so, never relayed. */
+const requestTooDeep: JsonRpcErrorObject = {
+  code: ProtocolErrorCode.InvalidParams,
+  message: tooDeep("the request for input", "nests")
+}
+
+/** What a caller that did not declare a capability answers a request needing it (as the MCP client SDK does). */
+const methodNotFound: JsonRpcErrorObject = { code: ProtocolErrorCode.MethodNotFound, message: "Method not found" }
 
 const cannotRelay: JsonRpcErrorObject = {
   code: ProtocolErrorCode.InternalError,
@@ -291,9 +306,12 @@ export const ToolCallsLive = Layer.scoped(
       const slot = backends.slots[tool.backend]!
       const backendId = slot.config.id
       const channel = slot.channel
-      if (channel === undefined) return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
+      if (channel === undefined) {
+        backends.wanted(tool.backend)
+        return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
+      }
       const callTimeout = Duration.toMillis(slot.config.timeouts.call)
-      const { onProgress, onLog, logLevel, multiRound, askCaller } = request
+      const { onProgress, onLog, logLevel, multiRound, askCaller, clientProfile } = request
       const paramsWith = (input: { inputResponses?: unknown; requestState?: unknown } | undefined) => ({
         name: tool.original,
         ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
@@ -301,14 +319,40 @@ export const ToolCallsLive = Layer.scoped(
         ...(input?.requestState === undefined ? {} : { requestState: input.requestState })
       })
       let params = paramsWith(multiRound)
-      // The input the backend may ask for: what the 2026-07-28 caller declared, or — when the gateway
-      // asks a 2025-era caller itself — both kinds (the caller's own capabilities are not known here).
+      // The input a 2026-07-28 backend may ask for: what the 2026-07-28 caller declared; when the gateway
+      // asks a 2025-era caller itself, what that caller declared in `initialize` (its session id), or
+      // both kinds when it sent no session id of the gateway's.
       const capabilities =
         askCaller !== undefined
-          ? { elicitation: {}, sampling: {} }
+          ? clientProfile === undefined
+            ? { elicitation: {}, sampling: {} }
+            : capabilitiesOf(clientProfile)
           : multiRound === undefined
             ? undefined
             : inputCapabilities(multiRound.clientCapabilities)
+      // A 2025-era backend asks in the middle of the call's stream, on a session that declared the
+      // caller's capabilities: relayed to the caller, each time decided again like the call itself.
+      const profile = askCaller === undefined ? noProfile : (clientProfile ?? noProfile)
+      const onRequest =
+        askCaller === undefined || profile === noProfile
+          ? undefined
+          : async (asked: { readonly method: string; readonly params: unknown }): Promise<InputAnswer> => {
+              // Not what the caller declared (an SDK server sends no such request on this session): declined, and
+              // logged like a refused `input_required`.
+              if (!answers(profile, asked.method)) {
+                logRefusedInput(backendId, asked.method)
+                return { ok: false, error: methodNotFound }
+              }
+              if (nestsDeeperThan(asked.params, MAX_ARGUMENT_DEPTH)) return { ok: false, error: requestTooDeep }
+              const view = await viewOf(request.view.caller)
+              if (view === undefined || !allows(engine.decide(view, tool, request.arguments), approved)) {
+                return {
+                  ok: false,
+                  error: { code: ProtocolErrorCode.InvalidRequest, message: new AccessWithdrawn().message }
+                }
+              }
+              return askCaller(asked)
+            }
       const send = (over: BackendChannel) =>
         inFlight.track(
           request.view.caller,
@@ -321,7 +365,8 @@ export const ToolCallsLive = Layer.scoped(
               ...(onProgress === undefined ? {} : { onProgress }),
               ...(onLog === undefined ? {} : { onLog: atLeast(logLevel, onLog) }),
               ...(logLevel === undefined ? {} : { logLevel }),
-              ...(capabilities === undefined ? {} : { clientCapabilities: capabilities })
+              ...(capabilities === undefined ? {} : { clientCapabilities: capabilities }),
+              ...(onRequest === undefined ? {} : { profile, onRequest })
             }),
           stillAllowed(tool, request.arguments, approved)
         )
@@ -395,6 +440,7 @@ export const ToolCallsLive = Layer.scoped(
         slot,
         deadline: request.deadline,
         reportFailure: (reason) => backends.reportFailure(tool.backend, reason),
+        wanted: () => backends.wanted(tool.backend),
         reconnected: (previous, signal) =>
           backends.nextChannel(tool.backend, previous, request.deadline, signal).then((next) => next !== undefined)
       }

@@ -4,6 +4,7 @@ import type { Context } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
 import { version } from "../../version.js"
+import { type ClientProfile, profileOfSessionId } from "../calls/client-profile.js"
 import type { ToolCalls } from "../calls/tool-calls.js"
 import { plainHeaderValue } from "../header-values.js"
 import { type DirectRequest, directRequest } from "./direct.js"
@@ -21,6 +22,8 @@ export interface DirectCall {
   readonly requestState?: string
   /** A 2026-07-28 caller's declared client capabilities (its envelope). */
   readonly clientCapabilities?: Record<string, unknown> | undefined
+  /** A 2025-era caller's declared capabilities, from the session id the gateway gave it (undefined: none sent). */
+  readonly clientProfile?: ClientProfile | undefined
 }
 
 const callParams: ReadonlySet<string> = new Set(["name", "arguments", "inputResponses", "requestState"])
@@ -52,7 +55,9 @@ export const directToolCall = (
     progressToken: request.progressToken,
     ...(inputResponses === undefined ? {} : { inputResponses }),
     ...(requestState === undefined ? {} : { requestState }),
-    ...(request.era === "modern" ? { clientCapabilities: capabilitiesOf(request.params) } : {})
+    ...(request.era === "modern"
+      ? { clientCapabilities: capabilitiesOf(request.params) }
+      : { clientProfile: profileOfSessionId(headers["mcp-session-id"]) })
   }
 }
 
@@ -118,6 +123,7 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
     // `debug`: the whole log, also from a 2026-07-28 backend, which logs only at a level the request names.
     ...(onLog === undefined ? {} : { onLog, logLevel: "debug" as const }),
     ...(askCaller === undefined ? {} : { askCaller }),
+    ...(call.clientProfile === undefined ? {} : { clientProfile: call.clientProfile }),
     ...(call.era === "modern"
       ? {
           multiRound: {

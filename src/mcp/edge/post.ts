@@ -20,6 +20,7 @@ import { isRecord } from "../../json.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
+import { profileOf, sessionIdFor } from "../calls/client-profile.js"
 import { answerTooDeep, isJsonRpcResponse } from "../calls/input-relay.js"
 import { ToolCalls } from "../calls/tool-calls.js"
 import { Backends } from "../upstream/backends.js"
@@ -60,7 +61,8 @@ const accessWithdrawn = Symbol("access withdrawn")
 export const STREAM_RECHECK_MS = 30_000
 
 // Credentials stay out of what the SDK sees: handlers get the caller through the grant, never the token.
-const withheldHeaders = new Set(["authorization", "cookie"])
+// So does the gateway's own session id (client-profile.ts): the SDK serves every request statelessly.
+const withheldHeaders = new Set(["authorization", "cookie", "mcp-session-id"])
 
 /** The request headers handed to the SDK: all but the credentials. */
 export const sdkRequestHeaders = (headers: IncomingHttpHeaders): Headers => {
@@ -212,7 +214,7 @@ export const McpPostLive = Layer.scoped(
         { view, deadline }
       )
       const method = isRecord(parsed.message) ? parsed.message["method"] : undefined
-      return reply.web(await withEveryVersion(method, response, everyVersion))
+      return reply.web(withSessionId(parsed.message, await withEveryVersion(method, response, everyVersion)))
     }
 
     const log = (level: LogLevel.LogLevel, message: string, annotations: Record<string, unknown>, cause?: unknown) =>
@@ -304,6 +306,18 @@ export const McpPostLive = Layer.scoped(
     return { handle }
   })
 )
+
+/**
+ * A 2025-era `initialize` the SDK answered: the answer carries the gateway's session id, which holds
+ * what the client declared (src/mcp/calls/client-profile.ts) and comes back on its every request.
+ */
+const withSessionId = (message: unknown, response: Response): Response => {
+  if (!isRecord(message) || message["method"] !== "initialize" || response.status !== 200) return response
+  const params = message["params"]
+  const headers = new Headers(response.headers)
+  headers.set("mcp-session-id", sessionIdFor(profileOf(isRecord(params) ? params["capabilities"] : undefined)))
+  return new Response(response.body, { status: response.status, headers })
+}
 
 const unmatchedAnswer = {
   code: -32600,

@@ -27,6 +27,7 @@ export const McpEndpointLive = Layer.scoped(
       slots: backends.slots,
       index: backends.index,
       reportFailure: backends.reportFailure,
+      wanted: backends.wanted,
       nextChannel: backends.nextChannel,
       pageSize: config.catalog.page_size,
       grants,

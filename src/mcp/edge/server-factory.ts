@@ -36,6 +36,8 @@ export interface FactoryDeps {
   readonly slots: ReadonlyArray<BackendSlot>
   readonly index: () => CatalogIndex
   readonly reportFailure: (backend: number, reason: string) => void
+  /** `Backends.wanted`: a request found the backend unavailable. */
+  readonly wanted: (backend: number) => void
   /** `Backends.nextChannel`: a request whose backend forgot the session waits for the new one. */
   readonly nextChannel: Context.Tag.Service<Backends>["nextChannel"]
   readonly pageSize: number
@@ -75,6 +77,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
       slot: deps.slots[backend]!,
       deadline: grant.deadline,
       reportFailure: (reason) => deps.reportFailure(backend, reason),
+      wanted: () => deps.wanted(backend),
       reconnected: (previous, signal) =>
         deps.nextChannel(backend, previous, grant.deadline, signal).then((next) => next !== undefined)
     })

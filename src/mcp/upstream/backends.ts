@@ -6,7 +6,7 @@ import { catalogIdentity } from "../catalog/identity.js"
 import { buildIndex, type CatalogIndex } from "../catalog/index.js"
 import type { BackendChannel } from "./channel.js"
 import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./connection.js"
-import { type BackendSlot, reconnectDelayMs, type Wakeup } from "./slot.js"
+import { type BackendSlot, ReconnectTiming, type Wakeup } from "./slot.js"
 
 /** Catalogs of the generation being replaced, by catalog-source identity (docs/mcp.md, "Backends"). */
 export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
@@ -42,6 +42,13 @@ export class Backends extends Context.Tag("gateway/Backends")<
      */
     readonly reportFailure: (backend: number, reason: string) => void
     /**
+     * Called by a request that found the backend unavailable: the worker tries to connect at once
+     * rather than at the end of its backoff (at most one attempt in flight, and one per
+     * `calledSpacingMs`), so recovery does not wait longer the longer the outage was. Nothing is logged
+     * here: the attempt's outcome is.
+     */
+    readonly wanted: (backend: number) => void
+    /**
      * The channel of the backend's next connection, once the worker has made one after `previous`
      * failed; undefined if none is up by `until` (ms since epoch) or `signal` fires first — or as soon
      * as a probe the worker starts after this call finds the backend answering on its connection (it
@@ -67,6 +74,7 @@ export const BackendsLive = Layer.scoped(
     const { config } = yield* Config
     const previous = yield* Effect.serviceOption(PreviousCatalogs)
     const gatewayTools = yield* GatewayTools
+    const timing = yield* ReconnectTiming
     // Backend token expiry is measured on the generation's clock (TestClock in tests).
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
@@ -199,9 +207,24 @@ export const BackendsLive = Layer.scoped(
       Effect.gen(function* () {
         let attempt = 0
         const wake = wakeups[at]!
+        // When the last attempt to connect began: attempts a caller prompts are spaced from it.
+        let attemptedAt = Number.NEGATIVE_INFINITY
         while (true) {
           if (slot.client === undefined) {
-            yield* Effect.sleep(Duration.millis(reconnectDelayMs(attempt)))
+            // The backoff's wait, cut short by a caller who wants the backend (any wakeup: a call that
+            // failed or found it unavailable). The queue holds one wakeup, so a flood is one attempt.
+            const waited = yield* Queue.take(wake).pipe(
+              Effect.timeoutTo({
+                duration: Duration.millis(timing.delayMs(attempt)),
+                onTimeout: () => false,
+                onSuccess: () => true
+              })
+            )
+            if (waited) {
+              const spacing = attemptedAt + timing.calledSpacingMs - now()
+              if (spacing > 0) yield* Effect.sleep(Duration.millis(spacing))
+            }
+            attemptedAt = now()
             const result = yield* Effect.either(
               connectAndFetch(slot.config, () => Queue.unsafeOffer(wake, "changed"), now)
             )
@@ -251,6 +274,10 @@ export const BackendsLive = Layer.scoped(
         if (queue === undefined || slot === undefined) return
         logFailure(at, slot, reason)
         Queue.unsafeOffer(queue, "failed")
+      },
+      wanted: (at) => {
+        const queue = wakeups[at]
+        if (queue !== undefined && slots[at]?.client === undefined) Queue.unsafeOffer(queue, "called")
       },
       nextChannel: (at, previous, until, signal) => {
         const slot = slots[at]

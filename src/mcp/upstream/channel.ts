@@ -2,10 +2,12 @@ import { StringDecoder } from "node:string_decoder"
 import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
 import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
+import { type ClientProfile, noProfile } from "../calls/client-profile.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
 import type { TokenSource } from "./auth.js"
 import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
+import { ProfileSessions } from "./profile-sessions.js"
 
 /**
  * The gateway's own JSON-RPC sender for calls it forwards (`tools/call`), beside the MCP client SDK
@@ -74,6 +76,18 @@ export interface CallOptions {
    * request's envelope so it may ask for input; the gateway itself declares nothing.
    */
   readonly clientCapabilities?: Record<string, unknown>
+  /**
+   * A 2025-era stateful backend: the call goes on the backend session that declared this profile of
+   * client capabilities (opened on demand; src/mcp/upstream/profile-sessions.ts), so the backend asks
+   * only what the caller can answer. Absent or none: the MCP client's own session, which declares none.
+   */
+  readonly profile?: ClientProfile
+  /**
+   * A request the backend sends on this call's stream (sampling, elicitation, roots): relayed to the
+   * caller, whose answer goes back to the backend. Absent: declined with -32601, as the MCP client SDK
+   * declines what it has no handler for.
+   */
+  readonly onRequest?: (request: { readonly method: string; readonly params: unknown }) => Promise<ChannelAnswer>
 }
 
 export interface BackendChannel {
@@ -152,6 +166,9 @@ export const maxPendingReplies = 64
 /** What the channel asks of undici: no deadlines of its own (each call's deadline is its caller's). */
 const connectionOptions = { pipelining: 1, headersTimeout: 0, bodyTimeout: 0 } as const
 
+/** How long opening a backend session for a profile of client capabilities may take, at most. */
+const profileSessionTimeoutMs = 10_000
+
 export const makeBackendChannel = (settings: ChannelSettings): BackendChannel => {
   const { url, tokens } = settings
   // Credentials the gateway can renew (OAuth): a 401 drops the token and the request goes once more.
@@ -166,7 +183,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     connections: settings.replyConnections ?? maxReplyConnections
   })
   let pendingReplies = 0
-  const forget: BackendChannel["forget"] = (target, headers, body) => {
+  const forget = (target: string, headers: Readonly<Record<string, string>>, body: string, method = "POST") => {
     if (pendingReplies >= maxPendingReplies) return
     pendingReplies += 1
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -179,7 +196,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     }
     try {
       replies.dispatch(
-        { origin: url.origin, method: "POST", path: target, headers, body },
+        { origin: url.origin, method, path: target, headers, ...(method === "POST" ? { body } : {}) },
         {
           // Closed after the time allowed however it trickles: not an idle timeout.
           onRequestStart: (controller) => {
@@ -232,9 +249,52 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       .catch(() => {})
   }
 
-  const call: BackendChannel["call"] = (method, params, name, options) =>
+  const profiles = new ProfileSessions({
+    connections,
+    origin,
+    path,
+    headersFor: (session) => headersFor(session, undefined, undefined),
+    clientInfo: settings.clientInfo,
+    timeoutMs: profileSessionTimeoutMs
+  })
+
+  const call: BackendChannel["call"] = (method, params, name, options) => {
+    const main = settings.session()
+    const profile = options.profile ?? noProfile
+    // Only a stateful 2025-era backend knows client capabilities per session; the common case goes at once.
+    if (main === undefined || profile === noProfile || main.era !== "legacy" || main.sessionId === undefined) {
+      return callOn(main, method, params, name, options)
+    }
+    const started = Date.now()
+    const onProfile = async (retried: boolean): Promise<ChannelAnswer> => {
+      let session: BackendSession
+      try {
+        session = await profiles.session(main, profile)
+      } catch {
+        throw new ChannelFailure("failed", "the backend opened no session for the caller's client capabilities")
+      }
+      const timeoutMs = options.timeoutMs - (Date.now() - started)
+      try {
+        return await callOn(session, method, params, name, { ...options, timeoutMs })
+      } catch (failure) {
+        // The backend forgot this session (it restarted, or expired it): nothing ran; once more on a new one.
+        if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
+        profiles.drop(profile, session)
+        if (retried || options.signal.aborted) throw failure
+        return onProfile(true)
+      }
+    }
+    return onProfile(false)
+  }
+
+  const callOn = (
+    session: BackendSession | undefined,
+    method: string,
+    params: Record<string, unknown>,
+    name: string | undefined,
+    options: CallOptions
+  ) =>
     new Promise<ChannelAnswer>((resolve, reject) => {
-      const session = settings.session()
       if (session === undefined) return reject(new ChannelFailure("failed", "not connected"))
       const id = `gw-${++counter}`
       const meta = {
@@ -307,15 +367,28 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           options.onLog?.(progress)
           return
         }
-        // A request from the backend (sampling, elicitation, roots): the gateway offers no client
-        // capabilities, so it answers as the MCP client SDK does, rather than leave the backend waiting.
+        // A request from the backend (sampling, elicitation, roots): relayed to the caller when it can
+        // answer, else declined as the MCP client SDK declines, rather than leave the backend waiting.
         const asked = message["id"]
-        if (typeof message["method"] === "string" && (typeof asked === "string" || typeof asked === "number")) {
+        const requested = message["method"]
+        if (typeof requested === "string" && (typeof asked === "string" || typeof asked === "number")) {
           if (++requestsAnswered > maxBackendRequestsPerCall) {
             return fail("failed", `the backend sent more than ${maxBackendRequestsPerCall} requests during one call`)
           }
-          const error = { code: -32601, message: "Method not found" }
-          post(session, undefined, { jsonrpc: "2.0", id: asked, error })
+          const reply = (answer: ChannelAnswer) =>
+            post(session, undefined, {
+              jsonrpc: "2.0",
+              id: asked,
+              ...(answer.ok ? { result: answer.result } : { error: answer.error })
+            })
+          if (options.onRequest === undefined || settled) {
+            return reply({ ok: false, error: { code: -32601, message: "Method not found" } })
+          }
+          options
+            .onRequest({ method: requested, params: message["params"] })
+            .then(reply, () =>
+              reply({ ok: false, error: { code: -32603, message: "The request could not be relayed." } })
+            )
         }
       }
 
@@ -451,7 +524,19 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     forget,
     close: () => {
       connections.destroy().catch(() => {})
-      replies.destroy().catch(() => {})
+      if (!profiles.any()) {
+        replies.destroy().catch(() => {})
+        return
+      }
+      // Sessions opened for callers' capabilities are ended (best effort, over the reply connections).
+      void profiles
+        .sessions()
+        .then((sessions) => Promise.all(sessions.map((session) => headersFor(session, undefined, undefined))))
+        .then((all) => {
+          for (const headers of all) forget(path, headers, "", "DELETE")
+        })
+        .catch(() => {})
+        .finally(() => setTimeout(() => replies.destroy().catch(() => {}), 1_000).unref())
     }
   }
 }

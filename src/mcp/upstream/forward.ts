@@ -23,6 +23,8 @@ export interface ForwardTarget {
   readonly deadline: number
   /** `reason`: safe to log (never a body or a credential). */
   readonly reportFailure: (reason: string) => void
+  /** The backend is unavailable and a caller wants it: the worker tries to connect at once (`Backends.wanted`). */
+  readonly wanted?: () => void
   /**
    * Waits (until the deadline or `signal`) for the backend's next connection after `previous`; true
    * once one is up. For a request the backend refused because it forgot the session.
@@ -90,6 +92,7 @@ export const forward = async <T>(
   const { slot } = target
   const client = slot.client
   if (client === undefined) {
+    target.wanted?.()
     throw new ProtocolError(ProtocolErrorCode.InternalError, backendUnavailable(slot.config.id))
   }
   const timeout = Math.min(target.deadline - Date.now(), Duration.toMillis(slot.config.timeouts.call))

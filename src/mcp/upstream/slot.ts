@@ -1,4 +1,5 @@
 import type { Client } from "@modelcontextprotocol/client"
+import { Context } from "effect"
 import type { BackendConfig } from "../../config/schema.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import type { BackendChannel, BackendSession } from "./channel.js"
@@ -21,7 +22,23 @@ export interface BackendSlot {
   inherited: boolean
 }
 
-export type Wakeup = "changed" | "failed"
+/** `called`: a caller wanted the backend while it was unavailable (docs/mcp.md, "Backends"). */
+export type Wakeup = "changed" | "failed" | "called"
 
 /** Capped exponential backoff for reconnect attempts: 250 ms, 500 ms, 1 s … at most 30 s. */
 export const reconnectDelayMs = (attempt: number): number => Math.min(30_000, 250 * 2 ** Math.min(attempt, 7))
+
+export interface ReconnectTimingShape {
+  /** The background schedule while no caller wants the backend, by failed attempts so far. */
+  readonly delayMs: (attempt: number) => number
+  /**
+   * A call to an unavailable backend starts an attempt at once, but never sooner than this after the
+   * previous attempt began: a flood of calls is one attempt, and a dead backend is not hammered.
+   */
+  readonly calledSpacingMs: number
+}
+
+/** The reconnect timings; a Reference so tests can stand at any point of the backoff (its 30 s cap, say). */
+export class ReconnectTiming extends Context.Reference<ReconnectTiming>()("gateway/ReconnectTiming", {
+  defaultValue: (): ReconnectTimingShape => ({ delayMs: reconnectDelayMs, calledSpacingMs: 250 })
+}) {}
