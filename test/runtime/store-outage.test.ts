@@ -197,6 +197,7 @@ describe("when the database goes away (spawned gateway, PostgreSQL of its own)",
           })
         )
       ),
+      approvalsPage: await answerOf(await browser.get("/sso/approvals")),
       readiness: await readyz()
     }
     const restartAt = performance.now()
@@ -213,7 +214,7 @@ describe("when the database goes away (spawned gateway, PostgreSQL of its own)",
     await Promise.all(callers)
 
     // Every route that needs the store: 503 store_unavailable with Retry-After.
-    for (const answer of [during.token, during.admin, during.signInPage]) {
+    for (const answer of [during.token, during.admin, during.signInPage, during.approvalsPage]) {
       expect(answer).toMatchObject({ status: 503, retryAfter: "2", error: "store_unavailable" })
     }
     expect(during.readiness).toEqual({
