@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Duration, Effect, Exit, Queue } from "effect"
+import { type Cause, Clock, Duration, Effect, Exit, Queue } from "effect"
 import { unavailableCause } from "./unavailable.js"
 
 /** While the store answers, the background check runs this often (readiness notices an idle outage). */
@@ -95,19 +95,33 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
       if (outage !== undefined) outage.failuresAtCheck = outage.failures
     })
 
-    const pause = Effect.suspend(() =>
-      Queue.take(wake).pipe(
-        Effect.timeoutTo({
-          duration: outage === undefined ? CHECK_EVERY_READY : CHECK_EVERY_OUTAGE,
-          onTimeout: () => undefined,
-          onSuccess: () => undefined
-        })
-      )
+    // While the store answers, the next check is a real timer's: a test that moves its clock by hours
+    // would otherwise run a query for every 5 s it skips. During an outage, the Effect clock's.
+    const liveSleep = (duration: Duration.Duration) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
+        return Effect.sync(() => clearTimeout(timer))
+      })
+    const pause = Effect.suspend(
+      (): Effect.Effect<unknown> =>
+        outage === undefined
+          ? Effect.raceFirst(Queue.take(wake), liveSleep(CHECK_EVERY_READY))
+          : Queue.take(wake).pipe(
+              Effect.timeoutTo({ duration: CHECK_EVERY_OUTAGE, onTimeout: () => 0, onSuccess: () => 0 })
+            )
     )
     yield* pause.pipe(Effect.zipRight(check), Effect.forever, Effect.forkScoped)
 
     return {
       failed,
+      /**
+       * For background work (maintenance ticks): a failure for lack of the store counts in the outage
+       * instead of writing its own line with a stack trace; any other failure is `otherwise`'s.
+       */
+      failedOr: (cause: Cause.Cause<unknown>, otherwise: Effect.Effect<void>) => {
+        const reason = unavailableCause(cause)
+        return reason === undefined ? otherwise : failed(reason)
+      },
       /** Whether the store answers (no outage open): `store_ready` in /readyz. Never queries. */
       ready: (): boolean => outage === undefined,
       /** The reason of the outage open now, if any. */
