@@ -33,8 +33,8 @@ export const policyRepositories = Layer.mergeAll(
 
 /**
  * The process-wide services: the configuration key, the store (opened, checked and migrated before
- * anything else runs) and its health (src/store/health.ts), the signer, the authorization server's repositories, pending logins and
- * session check, the stored access policy and identity connections. Their settings are static, so generations share them.
+ * anything else runs) and its health (src/store/health.ts), the signer, the authorization server's
+ * repositories, pending logins and session check, the stored access policy and identity connections. Their settings are static, so generations share them.
  */
 export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
