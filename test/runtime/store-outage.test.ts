@@ -203,12 +203,12 @@ describe("when the database goes away (spawned gateway, PostgreSQL of its own)",
     const restartAt = performance.now()
     const restarted = pg.start()
     const answersAt = await databaseAnswers(pg.url())
-    await restarted
     let readyAt = 0
     while (readyAt === 0) {
       if ((await readyz()).status === 200) readyAt = performance.now()
       else await new Promise((done) => setTimeout(done, 10))
     }
+    await restarted
     await new Promise((done) => setTimeout(done, 500))
     loading = false
     await Promise.all(callers)
