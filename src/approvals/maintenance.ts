@@ -1,5 +1,6 @@
 import { Duration, Effect, Layer, Schedule } from "effect"
 import type { GatewayConfig } from "../config/schema.js"
+import { StoreHealth } from "../store/health.js"
 import { Approvals } from "./service.js"
 import { approvalSettingsOf } from "./settings.js"
 
@@ -17,10 +18,13 @@ export const ApprovalMaintenance = (config: GatewayConfig) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const approvals = yield* Approvals
+      const health = yield* StoreHealth
       const settings = approvalSettingsOf(config)
       yield* approvals.recover()
       const sweep = approvals.sweep(settings).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("approval maintenance failed", cause)),
+        Effect.catchAllCause((cause) =>
+          health.failedOr(cause, Effect.logWarning("approval maintenance failed", cause))
+        ),
         Effect.withSpan("ApprovalMaintenance.sweep")
       )
       yield* Effect.forkScoped(Effect.schedule(sweep, Schedule.spaced(APPROVAL_TICK)))

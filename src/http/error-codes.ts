@@ -10,6 +10,7 @@ export const errorCodes = [
   "internal_error",
   "unavailable",
   "shutting_down",
+  "store_unavailable",
   "too_many_connections",
   "request_timeout",
   // /mcp and the Management API: tokens and requests

@@ -3,6 +3,8 @@ import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
+import { StoreHealth } from "../store/health.js"
+import { unavailableCause } from "../store/unavailable.js"
 import { errorResponse, HttpError } from "./error-body.js"
 import {
   accessFields,
@@ -11,8 +13,10 @@ import {
   internalError,
   newRequestId,
   notFoundError,
+  reportedElsewhere,
   requestTimedOut,
-  shouldLogAccess
+  shouldLogAccess,
+  storeUnavailable
 } from "./request-context.js"
 
 /**
@@ -57,11 +61,13 @@ export const runInGeneration =
 /**
  * Request id, structured access log and the one error body (src/http/request-context.ts).
  * Errors the routes do not turn into responses become the JSON error body here; defects are
- * logged with their cause and answered 500 without detail, so no secret can leak in a message.
+ * logged with their cause and answered 500 without detail, so no secret can leak in a message — except
+ * a failure for lack of the store, answered `503 store_unavailable` and counted in the outage
+ * (src/store/health.ts), which logs it once, whatever route it came from.
  */
 export const withRequestContext =
   (accessLog: boolean) =>
-  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | StoreHealth | HttpServerRequest.HttpServerRequest> =>
     Effect.suspend(() => {
       const requestId = newRequestId()
       return handle(app, requestId, accessLog).pipe(Effect.annotateLogs("request_id", requestId))
@@ -75,16 +81,25 @@ const handle = <E, R>(app: HttpApp.Default<E, R>, requestId: string, accessLog: 
     // client went away before any answer.
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const sent = NodeHttpServerRequest.toServerResponse(request)
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     sent.once("close", () => {
       const status = sent.headersSent ? sent.statusCode : 499
-      if (!shouldLogAccess(accessLog, status)) return
+      if (!shouldLogAccess(accessLog, status, incoming)) return
       runFork(
         Effect.logWithLevel(accessLogLevel(status), "request").pipe(
           Effect.annotateLogs(accessFields(request.method, request.url, status, started))
         )
       )
     })
-    const response = yield* app.pipe(Effect.catchAllCause((cause) => answerFailure(cause, requestId)))
+    const health = yield* StoreHealth
+    const response = yield* app.pipe(
+      Effect.catchAllCause((cause) => {
+        const unavailable = unavailableCause(cause)
+        if (unavailable === undefined) return answerFailure(cause, requestId)
+        reportedElsewhere(incoming)
+        return Effect.as(health.failed(unavailable), errorResponse(storeUnavailable, requestId))
+      })
+    )
     return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })
 

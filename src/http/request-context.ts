@@ -27,6 +27,20 @@ export const cancelledByGeneration = new HttpError({
   description: "The request was cancelled because the gateway is reloading or stopping."
 })
 
+/** How long a client is asked to wait before retrying while the store does not answer. */
+export const STORE_RETRY_AFTER_SECONDS = 2
+
+/**
+ * The store did not answer (src/store/unavailable.ts says which failures mean that): a temporary
+ * condition, so 503 with `Retry-After` rather than 500. The outage is logged once (src/store/health.ts).
+ */
+export const storeUnavailable = new HttpError({
+  status: 503,
+  code: "store_unavailable",
+  description: "The gateway's database is not answering; retry later.",
+  headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) }
+})
+
 /** Anything unexpected; the details are in the log line with the same request id. */
 export const internalError = new HttpError({
   status: 500,
@@ -43,12 +57,23 @@ export const notFoundError = new HttpError({
 /**
  * Access lines are `debug` (and built only when debug is on). 5xx answers are always logged: `warn` for
  * 503, which the gateway gives on purpose (not ready, reloading, an issuer's keys not loaded yet), and
- * `error` for the others, which are failures.
+ * `error` for the others, which are failures — except answers whose cause has log lines of its own
+ * (`reportedElsewhere`): `/readyz`, whose changes are logged (src/runtime/readiness.ts), and requests
+ * refused for lack of the store, an outage logged once (src/store/health.ts). A probe or a client
+ * retrying in a loop would otherwise write a line per answer.
  */
 export const accessLogLevel = (status: number): LogLevel.LogLevel =>
   status === 503 ? LogLevel.Warning : status >= 500 ? LogLevel.Error : LogLevel.Debug
 
-export const shouldLogAccess = (debug: boolean, status: number): boolean => debug || status >= 500
+const loggedElsewhere = new WeakSet<object>()
+
+/** Marks a request (its Node `IncomingMessage`) whose answer's cause is logged by its own lines. */
+export const reportedElsewhere = (request: object): void => {
+  loggedElsewhere.add(request)
+}
+
+export const shouldLogAccess = (debug: boolean, status: number, request?: object): boolean =>
+  debug || (status >= 500 && (request === undefined || !loggedElsewhere.has(request)))
 
 /** The fields of an access line: the path without its query (queries can carry secrets). */
 export const accessFields = (method: string, url: string, status: number, startedMs: number) => ({

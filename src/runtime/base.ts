@@ -15,6 +15,7 @@ import { ApprovalRepo } from "../store/approvals.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
+import { StoreHealth } from "../store/health.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
 import { MembershipRepo } from "../store/memberships.js"
@@ -32,12 +33,12 @@ export const policyRepositories = Layer.mergeAll(
 
 /**
  * The process-wide services: the configuration key, the store (opened, checked and migrated before
- * anything else runs), the signer, the authorization server's repositories, pending logins and
- * session check, the stored access policy and identity connections. Their settings are static, so generations share them.
+ * anything else runs) and its health (src/store/health.ts), the signer, the authorization server's
+ * repositories, pending logins and session check, the stored access policy and identity connections. Their settings are static, so generations share them.
  */
 export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
-  const store = StoreLive(config.storage).pipe(Layer.provideMerge(sealer))
+  const store = StoreHealth.Default.pipe(Layer.provideMerge(StoreLive(config.storage)), Layer.provideMerge(sealer))
   const signer = Signer.Default.pipe(Layer.provideMerge(SigningKeyRepo.Default), Layer.provideMerge(store))
   const access = PolicyWrites.Default.pipe(
     Layer.provideMerge(AccessStateLive),

@@ -24,6 +24,7 @@ import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
 import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
+import type { StoreHealth } from "../store/health.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
 import type { MembershipRepo } from "../store/memberships.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
@@ -40,6 +41,7 @@ import type { GenerationRequests } from "./requests-in-flight.js"
 export type BaseServices =
   | Store
   | SqlClient.SqlClient
+  | StoreHealth
   | ConfigKey
   | Sealer
   | SigningKeyRepo

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Context, Effect, ExecutionStrategy, Exit, Layer, Scope } from "effect"
+import { Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Scope } from "effect"
 import type { Sealer } from "../crypto/sealer.js"
 import { toStoreError } from "./failure-reason.js"
 import { initializeStore } from "./initialize.js"
@@ -8,6 +8,14 @@ import { type PreparedSqlitePath, prepareSqlitePath, removeCreated } from "./sql
 import { SCHEMA_VERSION, Store, type StoreError } from "./store.js"
 
 const IN_MEMORY: PreparedSqlitePath = { createdFile: false, createdDirectory: undefined }
+
+/**
+ * How long the client keeps a prepared statement. Its cache keeps a failed preparation as well: with
+ * the default (10 minutes), a statement first prepared while the file was locked by another process or
+ * could not be read would fail for 10 minutes after the store answers again. Preparing a hot statement
+ * again once a second costs microseconds.
+ */
+export const PREPARE_CACHE_TTL = Duration.seconds(1)
 
 /**
  * The embedded store. WAL is switched on only after the checks pass: the client's own WAL pragma would
@@ -21,7 +29,7 @@ export const StoreSqlite = (path: string): Layer.Layer<Store | SqlClient.SqlClie
       const clientScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const open = Effect.gen(function* () {
         const client = yield* Layer.buildWithScope(
-          SqliteClient.layer({ filename: path, disableWAL: true }),
+          SqliteClient.layer({ filename: path, disableWAL: true, prepareCacheTTL: PREPARE_CACHE_TTL }),
           clientScope
         )
         const sql = Context.get(client, SqlClient.SqlClient)

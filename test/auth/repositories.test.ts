@@ -12,6 +12,7 @@ import { SessionGuardLive } from "../../src/auth/session-guard.js"
 import { SessionGuard } from "../../src/bearer/caller.js"
 import { LocalAccounts } from "../../src/identity/local/accounts.js"
 import { totpAt } from "../../src/identity/local/totp.js"
+import { StoreHealth } from "../../src/store/health.js"
 import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { RefreshTokenRepo } from "../../src/store/refresh-tokens.js"
 import { SESSION_CACHE_TTL_MS, SessionCache } from "../../src/store/session-cache.js"
@@ -163,7 +164,7 @@ describe.each(storeKinds)("authorization repositories (%s)", (kind) => {
     Effect.gen(function* () {
       const { sessionId, now } = yield* arrange
       yield* (yield* RefreshTokenRepo).insert("hash", sessionId, now)
-      yield* Layer.launch(SessionMaintenance).pipe(Effect.forkScoped)
+      yield* Layer.launch(SessionMaintenance.pipe(Layer.provide(StoreHealth.Default))).pipe(Effect.forkScoped)
       const sql = yield* SqlClient.SqlClient
       const count = Effect.map(sql`SELECT id FROM sessions`, (rows) => rows.length)
       // The sweep's queries take real time: before the clock moves, and before a count, wait (in real

@@ -78,7 +78,8 @@ describe("gateway serve (spawned process)", () => {
       backends_total: 0,
       required_ready: 0,
       required_total: 0,
-      auth_verifier_ready: true
+      auth_verifier_ready: true,
+      store_ready: true
     })
 
     const missing = await fetch(`${gateway.baseUrl}/no/such/path`)

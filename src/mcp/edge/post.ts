@@ -13,13 +13,17 @@ import {
   cancelledByGeneration,
   internalError,
   newRequestId,
+  reportedElsewhere,
   requestTimedOut,
-  shouldLogAccess
+  shouldLogAccess,
+  storeUnavailable
 } from "../../http/request-context.js"
 import { isRecord } from "../../json.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
+import { StoreHealth } from "../../store/health.js"
+import { unavailableReason } from "../../store/unavailable.js"
 import { profileOf, sessionIdFor } from "../calls/client-profile.js"
 import { answerTooDeep, isJsonRpcResponse } from "../calls/input-relay.js"
 import { ToolCalls } from "../calls/tool-calls.js"
@@ -99,6 +103,7 @@ export const McpPostLive = Layer.scoped(
     const originAllowed = originPolicy(config)
     const timedOut = requestTimedOut(config.request_timeout)
     const securityLog = yield* SecurityLog
+    const storeHealth = yield* StoreHealth
     const trusted = trustedProxyList(config.server.trusted_proxies)
     const addressOf = (request: IncomingMessage) =>
       resolveClientAddress(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"]), trusted)
@@ -275,7 +280,7 @@ export const McpPostLive = Layer.scoped(
         if (!response.writableFinished) controller.abort(disconnected)
         // 499 (as nginx logs it): the client went away before any answer.
         const status = response.headersSent ? response.statusCode : 499
-        if (shouldLogAccess(accessLog, status)) {
+        if (shouldLogAccess(accessLog, status, request)) {
           log(accessLogLevel(status), "request", {
             request_id: requestId,
             ...accessFields("POST", request.url ?? "", status, started)
@@ -296,6 +301,15 @@ export const McpPostLive = Layer.scoped(
           if (error instanceof HttpError) {
             if (error.status === 401 || error.status === 403) logRefusal(request, error, requestId)
             return reply.error(error)
+          }
+          // The store did not answer: 503, and the outage's own lines instead of one error per request.
+          const unavailable = unavailableReason(error)
+          if (unavailable !== undefined) {
+            reportedElsewhere(request)
+            runFork(storeHealth.failed(unavailable).pipe(Effect.annotateLogs("request_id", requestId)))
+            if (!reply.sent) reply.error(storeUnavailable)
+            else response.destroy()
+            return
           }
           log(LogLevel.Error, "unhandled failure", { request_id: requestId }, error)
           if (!reply.sent) reply.error(internalError)
