@@ -5,6 +5,8 @@ import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
 import { loggerLayer } from "../runtime/logger.js"
 import { version } from "../version.js"
+import { adminCommand } from "./admin/command.js"
+import { AdminCommandFailed } from "./admin/failure.js"
 import { adminLoginCommand } from "./admin-login.js"
 import { connectCommand } from "./connect.js"
 import { devTokenCommand } from "./dev-token.js"
@@ -16,7 +18,8 @@ export { version }
 
 /**
  * Exit codes (README, docs/operations.md): 0 success or clean shutdown; 1 the gateway could not
- * start or failed while running; 2 invalid configuration or command-line usage.
+ * start or failed while running; 2 invalid configuration or command-line usage; `gateway admin`
+ * commands add their own (src/cli/admin/failure.ts).
  */
 export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit)) return 0
@@ -24,6 +27,7 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Option.isSome(failure)) {
     const error = failure.value
     if (error instanceof ConfigInvalid || ValidationError.isValidationError(error)) return 2
+    if (error instanceof AdminCommandFailed) return error.exitCode
   }
   return 1
 }
@@ -49,6 +53,7 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
       validateCommand,
       initAdminCommand,
       adminLoginCommand,
+      adminCommand,
       devTokenCommand,
       connectCommand
     ])
