@@ -38,9 +38,20 @@ export default Effect.gen(function* () {
   })
 
   yield* sql`ALTER TABLE approvals ADD COLUMN requester_id TEXT`
+  yield* backfillRequesterIds
+})
+
+/**
+ * Approvals without a requester id get the one person their issuer and subject name: a user whose id
+ * is the subject (a builtin token), or the enterprise identity of that subject in the issuer's
+ * namespace (an external-mode token). Two candidates (a subject crafted to read like a user id) or
+ * none: it stays NULL.
+ */
+export const backfillRequesterIds = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
   const candidates = sql`FROM users u WHERE u.id = approvals.subject
     OR (u.kind = 'enterprise' AND u.namespace = 'external:' || approvals.issuer
       AND u.external_subject = approvals.subject)`
   yield* sql`UPDATE approvals SET requester_id = (SELECT u.id ${candidates})
-    WHERE (SELECT COUNT(*) ${candidates}) = 1`
+    WHERE requester_id IS NULL AND (SELECT COUNT(*) ${candidates}) = 1`
 })
