@@ -1,6 +1,6 @@
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { Cause, type Console, Effect, Exit, Layer, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
 import { loggerLayer } from "../runtime/logger.js"
@@ -45,6 +45,30 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   return `gateway: unexpected failure\n${Cause.pretty(cause)}`
 }
 
+const ANSI_ESCAPE = /\u001b\[[0-9;]*[A-Za-z]/g
+const plain = (args: ReadonlyArray<unknown>) =>
+  args.map((arg) => (typeof arg === "string" ? arg.replace(ANSI_ESCAPE, "") : arg))
+
+/**
+ * The console with colour codes left out of what goes to a pipe or a file (help and usage errors are
+ * coloured by @effect/cli): a script reading `gateway … --help` or an error gets plain text; a
+ * terminal still gets colour.
+ */
+const plainWhereNoTerminal = (console: Console.Console): Console.Console => {
+  const out = process.stdout.isTTY === true
+  const err = process.stderr.isTTY === true
+  return {
+    ...console,
+    log: (...args) => console.log(...(out ? args : plain(args))),
+    error: (...args) => console.error(...(err ? args : plain(args))),
+    unsafe: {
+      ...console.unsafe,
+      log: (...args) => console.unsafe.log(...(out ? args : plain(args))),
+      error: (...args) => console.unsafe.error(...(err ? args : plain(args)))
+    }
+  }
+}
+
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
   Command.make("gateway").pipe(
     Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
@@ -66,6 +90,7 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
 export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = process.argv) => {
   // Every command logs JSON lines to stderr (`serve` sets its own level): stdout stays the command's output.
   const program = Command.run(rootCommand(extraRoutes), { name: "gateway", version })(argv).pipe(
+    (run) => Effect.consoleWith((console) => Effect.withConsole(run, plainWhereNoTerminal(console))),
     Effect.provide(Layer.mergeAll(NodeContext.layer, loggerLayer("info")))
   )
   Effect.runPromiseExit(program).then((exit) => {

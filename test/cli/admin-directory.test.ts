@@ -143,6 +143,10 @@ admin: { listen: "127.0.0.1:${adminPort}" }
       expect(result.stderr).not.toContain(token)
     }
     expect(JSON.parse((await admin(["list"])).stdout)).toEqual(JSON.parse(listed.stdout))
+    // Help, as @effect/cli colours it for a terminal, is plain text into a pipe.
+    const help = await runGatewayCommand(["admin", "directory", "reset-version", "--help"])
+    expect([help.code, help.stdout]).toEqual([0, expect.stringContaining("--if-match")])
+    expect(help.stdout).not.toContain("\u001b")
 
     // The body as JSON on standard input, then --to; each printed as the connection's record.
     const first = await admin(["reset-version", "oidc", "--if-match", String(MAX), "--json", "-"], {
