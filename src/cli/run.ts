@@ -45,9 +45,19 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   return `gateway: unexpected failure\n${Cause.pretty(cause)}`
 }
 
-const ANSI_ESCAPE = /\u001b\[[0-9;]*[A-Za-z]/g
-const plain = (args: ReadonlyArray<unknown>) =>
-  args.map((arg) => (typeof arg === "string" ? arg.replace(ANSI_ESCAPE, "") : arg))
+const ESC = String.fromCharCode(27)
+/** Removes SGR sequences (ESC [ … m and the like): what @effect/cli colours with. */
+const withoutEscapes = (text: string) => {
+  let out = ""
+  let at = 0
+  for (let found = text.indexOf(ESC); found >= 0; found = text.indexOf(ESC, at)) {
+    out += text.slice(at, found)
+    const sequence = /^\[[0-9;]*[A-Za-z]/.exec(text.slice(found + 1, found + 32))
+    at = found + 1 + (sequence?.[0].length ?? 0)
+  }
+  return out + text.slice(at)
+}
+const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg === "string" ? withoutEscapes(arg) : arg))
 
 /**
  * The console with colour codes left out of what goes to a pipe or a file (help and usage errors are
