@@ -340,6 +340,7 @@ const newApprovalOf = (row: Finished, subject: string) => ({
   operationKey: row.operationKey,
   issuer: ISSUER,
   subject,
+  requesterId: subject,
   clientId: "claude-code",
   backend: "ops",
   tool: "deploy",

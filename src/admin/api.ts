@@ -22,6 +22,8 @@ import {
   UnsupportedMediaType
 } from "./errors.js"
 import {
+  DirectoryConnectionRecord,
+  DirectoryRecord,
   EffectiveAccess,
   GroupCreateBody,
   GroupRecord,
@@ -29,7 +31,8 @@ import {
   IdentityList,
   IdentityUpdateBody,
   ListParams,
-  UserRecord
+  UserRecord,
+  VersionResetBody
 } from "./schemas.js"
 
 /** The administrator making a Management API request, from their verified token. */
@@ -167,14 +170,44 @@ export class IdentityProvidersApi extends HttpApiGroup.make("identityProviders")
   .middleware(AdminAuth)
   .prefix("/api/v1") {}
 
+const ConnectionPath = Schema.Struct({ connection: Schema.String })
+
+/** `/api/v1/directory`: the directory versions of the identity connections (docs/directory.md). */
+export class DirectoryApi extends HttpApiGroup.make("directory")
+  .add(
+    HttpApiEndpoint.get("read", "/directory")
+      .addSuccess(DirectoryRecord)
+      .annotate(OpenApi.Summary, "Each configured identity connection's directory version (null: no snapshot yet)")
+  )
+  .add(
+    HttpApiEndpoint.post("resetVersion", "/directory/:connection/reset-version")
+      .setPath(ConnectionPath)
+      .setHeaders(IfMatch)
+      .setPayload(VersionResetBody)
+      .addSuccess(DirectoryConnectionRecord)
+      .addError(NotFound)
+      .addError(PreconditionFailed)
+      .addError(PreconditionRequired)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .annotate(
+        OpenApi.Summary,
+        "Lowers a connection's directory version (If-Match: the version read), e.g. after a push sent one far too high; audited"
+      )
+  )
+  .addError(BadRequest)
+  .middleware(AdminAuth)
+  .prefix("/api/v1") {}
+
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
   .add(IdentityProvidersApi)
+  .add(DirectoryApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(
     OpenApi.Description,
-    "Identities, groups, permissions and identity connections of the gateway (docs/management-api.md). Writes need If-Match."
+    "Identities, groups, permissions, identity connections and directory versions of the gateway (docs/management-api.md). Writes need If-Match."
   ) {}
 
 /** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */

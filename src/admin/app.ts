@@ -21,6 +21,7 @@ import { hasControlCharacter } from "../text.js"
 import { ManagementApi, openApiPath } from "./api.js"
 import { AdminAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
+import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { adminResource } from "./resource.js"
@@ -95,6 +96,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
     const api = HttpApiBuilder.api(ManagementApi).pipe(
       Layer.provide(IdentitiesLive),
       Layer.provide(IdentityProvidersLive),
+      Layer.provide(DirectoryLive),
       Layer.provide(AdminAuthLive),
       Layer.provide(services)
     )

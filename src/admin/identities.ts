@@ -43,7 +43,8 @@ const pageParams = (params: typeof ListParams.Type) =>
     }
   })
 
-const answerRefusal = (refused: PolicyRefused) => apiError(statusOf[refused.code], refused.code, refused.description)
+export const answerRefusal = (refused: PolicyRefused) =>
+  apiError(statusOf[refused.code], refused.code, refused.description)
 
 const DEFAULT_PAGE = 500
 const MAX_PAGE = 1000

@@ -3,7 +3,6 @@ import { Effect, Option, Redacted } from "effect"
 import { Config } from "../config/service.js"
 import { authenticate } from "../identity/ldap/authenticate.js"
 import { probeDirectory } from "../identity/ldap/probe.js"
-import { validateLdapSettings } from "../identity/ldap/settings.js"
 import { ConnectionTests, testRecord } from "../identity/providers/connection-tests.js"
 import { ConnectionDraftBody, ldapDraftSettings, oidcDraftConnection } from "../identity/providers/draft.js"
 import { IdentityProviders } from "../identity/providers/service.js"
@@ -12,6 +11,9 @@ import { probeConnection } from "../identity/upstream/flow.js"
 import { AdminCaller, ManagementApi } from "./api.js"
 import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
 import { apiError, requestId } from "./errors.js"
+
+/** A draft's problems rather than the connection to try. */
+const isProblems = (value: object): value is ReadonlyArray<string> => Array.isArray(value)
 
 /**
  * The handlers of `/api/v1/identity-providers` (docs/enterprise-sign-in.md, "Identity-provider
@@ -22,31 +24,26 @@ export const IdentityProvidersLive = HttpApiBuilder.group(ManagementApi, "identi
     const providers = yield* IdentityProviders
     const tests = yield* ConnectionTests
 
-    /** The draft OIDC connection of a probe or test body, or a 400 naming what is missing. */
+    /**
+     * The draft OIDC connection of a probe or test body, or a 400 naming every problem: the rules a save
+     * applies (the same check), and what a draft needs to be tried.
+     */
     const oidcDraft = (draft: ConnectionDraftBody) =>
       Effect.gen(function* () {
         if (draft.oidc === undefined)
           return yield* apiError(400, "invalid_request", 'oidc: required when source is "oidc"')
         const connection = oidcDraftConnection(draft.oidc, yield* providers.current)
-        if (typeof connection === "string") return yield* apiError(400, "invalid_request", connection)
+        if (isProblems(connection)) return yield* apiError(400, "invalid_request", connection.join("; "))
         return connection
       })
 
-    /** The draft LDAP connection of a probe or test body, complete and well-formed, or a 400 naming each problem. */
+    /** The draft LDAP connection of a probe or test body, as the OIDC one: a save's rules, and complete. */
     const ldapDraft = (draft: ConnectionDraftBody) =>
       Effect.gen(function* () {
         if (draft.ldap === undefined)
           return yield* apiError(400, "invalid_request", 'ldap: required when source is "ldap"')
         const settings = ldapDraftSettings(draft.ldap, yield* providers.current)
-        if (typeof settings === "string") return yield* apiError(400, "invalid_request", settings)
-        const problems = validateLdapSettings(settings)
-        if (problems.length > 0) {
-          return yield* apiError(
-            400,
-            "invalid_request",
-            problems.map(({ path, message }) => `ldap.${path}: ${message}`).join("; ")
-          )
-        }
+        if (isProblems(settings)) return yield* apiError(400, "invalid_request", settings.join("; "))
         return settings
       })
 

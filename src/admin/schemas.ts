@@ -159,3 +159,27 @@ export const EffectiveAccess = Schema.Struct({
   tools: Schema.Array(ToolAccess)
 }).annotations({ identifier: "EffectiveAccess" })
 export type EffectiveAccess = typeof EffectiveAccess.Type
+
+/** One identity connection's directory version (docs/directory.md, "Resetting a provider's version"). */
+export const DirectoryConnectionRecord = Schema.Struct({
+  connection: Schema.Literal("oidc", "ldap"),
+  provider: Schema.String.annotations({ description: "The connection's namespace, as a push answers it" }),
+  version: Schema.NullOr(Schema.Number).annotations({
+    description: "The last applied snapshot's version, or what a reset set; null before the first snapshot"
+  }),
+  revision: Schema.String.annotations({ description: 'The version as If-Match takes it ("0" when null)' }),
+  applied_at: Schema.NullOr(Schema.String).annotations({ description: "When the last snapshot was applied" })
+}).annotations({ identifier: "DirectoryConnection" })
+export type DirectoryConnectionRecord = typeof DirectoryConnectionRecord.Type
+
+export const DirectoryRecord = Schema.Struct({
+  connections: Schema.Array(DirectoryConnectionRecord)
+}).annotations({ identifier: "Directory" })
+
+/** `POST /api/v1/directory/{connection}/reset-version`: what the version becomes (default 0: any push applies next). */
+export const VersionResetBody = Schema.Struct({
+  version: Schema.optionalWith(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER)),
+    { default: () => 0 }
+  ).annotations({ description: "The version the next push must exceed; lower than the current one" })
+}).annotations({ identifier: "DirectoryVersionReset" })

@@ -6,15 +6,17 @@ import { Sealer } from "../crypto/sealer.js"
 import { EventLimiter, securityEvent } from "../events/security-log.js"
 import { AccessState } from "../policy/access-state.js"
 import { ApprovalRepo, type ApprovalRow, type ApprovalState, type VoteRow } from "../store/approvals.js"
-import type { UserRow } from "../store/users.js"
+import { UserRepo, type UserRow } from "../store/users.js"
 import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
 import { effectivePolicy } from "./policy.js"
-import { mayView, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
+import { mayView, namesOf, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
 import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT, MAX_INTENT_BYTES } from "./settings.js"
 
 /** A write that needs approval, as ToolCalls hands it over after the PolicyEngine said NeedsApproval. */
 export interface ApprovalRequest {
   readonly caller: Caller
+  /** The caller's user id here (their Grant's user): who asked, as the review page tells people apart. */
+  readonly requesterId: string
   readonly backend: string
   readonly tool: string
   readonly exposedName: string
@@ -79,6 +81,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     const repo = yield* ApprovalRepo
     const sealer = yield* Sealer
     const access = yield* AccessState
+    const users = yield* UserRepo
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
     // Events a caller or reviewer can repeat at will: at most 10 a minute per person, then `suppressed`.
     const repeatable = new EventLimiter()
@@ -163,6 +166,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           operationKey: key,
           issuer: caller.issuer,
           subject: caller.subject,
+          requesterId: input.requesterId,
           clientId: caller.clientId,
           backend: input.backend,
           tool: input.tool,
@@ -311,7 +315,15 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       user: UserRow,
       upstreamNamespace: string | undefined
     ) {
-      return { user, approver: yield* mayReview(user.id), upstreamNamespace } satisfies Reviewer
+      // Whether their enterprise subject reads like someone's user id: then that entry names that person.
+      const subject = user.kind === "enterprise" ? user.external_subject : null
+      const idTaken = subject !== null && subject !== user.id && Option.isSome(yield* users.findById(subject))
+      return {
+        user,
+        approver: yield* mayReview(user.id),
+        upstreamNamespace,
+        names: namesOf(user, upstreamNamespace, idTaken)
+      } satisfies Reviewer
     })
 
     const detail = Effect.fn("Approvals.detail")(function* (id: string) {

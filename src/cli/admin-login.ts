@@ -1,9 +1,14 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
-import { adminResource } from "../admin/resource.js"
 import { loadConfig } from "../config/load.js"
-import { LoginFailed, loopbackLogin } from "./loopback-login.js"
+import { adminSignIn, DEFAULT_ADMIN_CLIENT } from "./admin/sign-in.js"
 import { configOption } from "./validate.js"
+
+/** `--client`: the loopback client an administrator's command signs in with. */
+export const adminClientOption = Options.text("client").pipe(
+  Options.withDefault(DEFAULT_ADMIN_CLIENT),
+  Options.withDescription("The auth.sso.clients entry to sign in with (a loopback redirect, the admin resource)")
+)
 
 /**
  * `gateway admin-login` (docs/management-api.md, "Authentication"): signs an administrator in through
@@ -12,37 +17,11 @@ import { configOption } from "./validate.js"
  */
 export const adminLoginCommand = Command.make(
   "admin-login",
-  {
-    config: configOption,
-    client: Options.text("client").pipe(
-      Options.withDefault("gateway-admin"),
-      Options.withDescription("The auth.sso.clients entry to sign in with (a loopback redirect, the admin resource)")
-    )
-  },
+  { config: configOption, client: adminClientOption },
   ({ config: file, client: clientId }) =>
     Effect.gen(function* () {
       const { config } = yield* loadConfig(file, process.env)
-      if (config.auth.mode !== "builtin") {
-        return yield* new LoginFailed({
-          message: "admin-login signs in at the built-in authorization server (auth.mode builtin)"
-        })
-      }
-      const client = config.auth.sso.clients.find((each) => each.id === clientId)
-      const resource = adminResource(config)
-      if (client === undefined || !client.resources.includes(resource)) {
-        return yield* new LoginFailed({
-          message: `register a client "${clientId}" in auth.sso.clients with a loopback redirect (http://127.0.0.1/callback) and resources: [${resource}]`
-        })
-      }
-      const tokens = yield* loopbackLogin({
-        issuer: config.auth.issuer,
-        client,
-        resource,
-        scope: config.admin.required_scopes.join(" "),
-        onAuthorizationUrl: (url) =>
-          process.stderr.write(`Open this address in your browser and sign in as an administrator:\n\n  ${url}\n\n`)
-      })
-      process.stderr.write(`Signed in; the token is valid for ${tokens.expires_in} seconds.\n`)
+      const tokens = yield* adminSignIn(config, clientId)
       yield* Console.log(tokens.access_token)
     })
 ).pipe(Command.withDescription("Sign in through the browser and print a Management API access token"))

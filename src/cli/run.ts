@@ -1,10 +1,12 @@
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { Cause, type Console, Effect, Exit, Layer, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/generation.js"
 import { loggerLayer } from "../runtime/logger.js"
 import { version } from "../version.js"
+import { adminCommand } from "./admin/command.js"
+import { AdminCommandFailed } from "./admin/failure.js"
 import { adminLoginCommand } from "./admin-login.js"
 import { connectCommand } from "./connect.js"
 import { devTokenCommand } from "./dev-token.js"
@@ -16,7 +18,8 @@ export { version }
 
 /**
  * Exit codes (README, docs/operations.md): 0 success or clean shutdown; 1 the gateway could not
- * start or failed while running; 2 invalid configuration or command-line usage.
+ * start or failed while running; 2 invalid configuration or command-line usage; `gateway admin`
+ * commands add their own (src/cli/admin/failure.ts).
  */
 export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit)) return 0
@@ -24,6 +27,7 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Option.isSome(failure)) {
     const error = failure.value
     if (error instanceof ConfigInvalid || ValidationError.isValidationError(error)) return 2
+    if (error instanceof AdminCommandFailed) return error.exitCode
   }
   return 1
 }
@@ -41,6 +45,40 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   return `gateway: unexpected failure\n${Cause.pretty(cause)}`
 }
 
+const ESC = String.fromCharCode(27)
+/** Removes SGR sequences (ESC [ … m and the like): what @effect/cli colours with. */
+const withoutEscapes = (text: string) => {
+  let out = ""
+  let at = 0
+  for (let found = text.indexOf(ESC); found >= 0; found = text.indexOf(ESC, at)) {
+    out += text.slice(at, found)
+    const sequence = /^\[[0-9;]*[A-Za-z]/.exec(text.slice(found + 1, found + 32))
+    at = found + 1 + (sequence?.[0].length ?? 0)
+  }
+  return out + text.slice(at)
+}
+const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg === "string" ? withoutEscapes(arg) : arg))
+
+/**
+ * The console with colour codes left out of what goes to a pipe or a file (help and usage errors are
+ * coloured by @effect/cli): a script reading `gateway … --help` or an error gets plain text; a
+ * terminal still gets colour.
+ */
+const plainWhereNoTerminal = (console: Console.Console): Console.Console => {
+  const out = process.stdout.isTTY === true
+  const err = process.stderr.isTTY === true
+  return {
+    ...console,
+    log: (...args) => console.log(...(out ? args : plain(args))),
+    error: (...args) => console.error(...(err ? args : plain(args))),
+    unsafe: {
+      ...console.unsafe,
+      log: (...args) => console.unsafe.log(...(out ? args : plain(args))),
+      error: (...args) => console.unsafe.error(...(err ? args : plain(args)))
+    }
+  }
+}
+
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
   Command.make("gateway").pipe(
     Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
@@ -49,6 +87,7 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
       validateCommand,
       initAdminCommand,
       adminLoginCommand,
+      adminCommand,
       devTokenCommand,
       connectCommand
     ])
@@ -61,6 +100,7 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
 export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = process.argv) => {
   // Every command logs JSON lines to stderr (`serve` sets its own level): stdout stays the command's output.
   const program = Command.run(rootCommand(extraRoutes), { name: "gateway", version })(argv).pipe(
+    (run) => Effect.consoleWith((console) => Effect.withConsole(run, plainWhereNoTerminal(console))),
     Effect.provide(Layer.mergeAll(NodeContext.layer, loggerLayer("info")))
   )
   Effect.runPromiseExit(program).then((exit) => {

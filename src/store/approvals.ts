@@ -26,6 +26,8 @@ export const ApprovalRow = Schema.Struct({
   operation_key: Schema.NullOr(Schema.String),
   issuer: Schema.String,
   subject: Schema.String,
+  /** The gateway's user id of who asked (null: not known, then nobody may approve it). */
+  requester_id: Schema.NullOr(Schema.String),
   client_id: Schema.NullOr(Schema.String),
   backend: Schema.String,
   tool: Schema.String,
@@ -65,6 +67,8 @@ export interface NewApproval {
   readonly operationKey: string | undefined
   readonly issuer: string
   readonly subject: string
+  /** The gateway's user id of who asked: reviewers are told from the requester by it alone. */
+  readonly requesterId: string
   readonly clientId: string | undefined
   readonly backend: string
   readonly tool: string
@@ -115,6 +119,7 @@ const LIST_COLUMNS = [
   "operation_key",
   "issuer",
   "subject",
+  "requester_id",
   "client_id",
   "backend",
   "tool",
@@ -213,6 +218,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
           operation_key: key ?? null,
           issuer: approval.issuer,
           subject: approval.subject,
+          requester_id: approval.requesterId,
           client_id: approval.clientId ?? null,
           backend: approval.backend,
           tool: approval.tool,

@@ -3,9 +3,12 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { StoredBoolean, toStoredBoolean } from "./columns.js"
 import { organizationGroupRow } from "./groups.js"
-import { toStoredTimestamp } from "./timestamp.js"
+import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
 const Version = Schema.Array(Schema.Struct({ version: Schema.Union(Schema.Number, Schema.NumberFromString) }))
+const VersionRecord = Schema.Array(
+  Schema.Struct({ version: Schema.Union(Schema.Number, Schema.NumberFromString), applied_at: StoredTimestamp })
+)
 const OrganizationGroupRow = Schema.Struct({
   id: Schema.String,
   kind: Schema.Literal("group", "department"),
@@ -78,6 +81,29 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
         die
       )
       return rows[0]?.version
+    })
+
+    /** A provider's version and when its last snapshot was applied; undefined before its first. */
+    const versionRecord = Effect.fn("DirectoryRepo.versionRecord")(function* (provider: string) {
+      const rows = yield* sql`SELECT version, applied_at FROM directory_versions WHERE provider = ${provider}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(VersionRecord)),
+        die
+      )
+      return rows[0]
+    })
+
+    /**
+     * Sets a provider's version to `next` only while it is `expected` (docs/directory.md, "Resetting a
+     * provider's version"); the row, and with it the provider's directory mode, stays. Whether it was set.
+     */
+    const resetVersion = Effect.fn("DirectoryRepo.resetVersion")(function* (
+      provider: string,
+      expected: number,
+      next: number
+    ) {
+      const rows = yield* sql`UPDATE directory_versions SET version = ${next}
+        WHERE provider = ${provider} AND version = ${expected} RETURNING provider`.pipe(die)
+      return rows.length === 1
     })
 
     /** The providers snapshots were applied to. */
@@ -257,6 +283,8 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("gateway/Dire
 
     return {
       version,
+      versionRecord,
+      resetVersion,
       providers,
       recordVersion,
       organizationGroups,

@@ -67,15 +67,25 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
         Effect.map((rows) => rows.map((row) => [row.group_id, row.members] as const))
       )
     // Directory members per group: expanding every list costs about 0.45 s at 1.27 million
-    // memberships, so the counts are kept until a snapshot is applied. Every applied snapshot raises
-    // its provider's version and nothing lowers one, so the versions change exactly then.
-    const directoryMarker = sql`SELECT provider, version FROM directory_versions ORDER BY provider`.pipe(
+    // memberships, so the counts are kept until a snapshot is applied. Every applied snapshot writes
+    // its provider's version and the time it was applied; an administrator's reset lowers a version
+    // (docs/directory.md) and a later snapshot may then carry a version seen before, but never with
+    // the same time, so the pair changes exactly when a snapshot is applied.
+    const directoryMarker = sql`SELECT provider, version, applied_at FROM directory_versions ORDER BY provider`.pipe(
       Effect.flatMap(
         Schema.decodeUnknown(
-          Schema.Array(Schema.Struct({ provider: Schema.String, version: Schema.Union(Schema.Number, Schema.String) }))
+          Schema.Array(
+            Schema.Struct({
+              provider: Schema.String,
+              version: Schema.Union(Schema.Number, Schema.String),
+              applied_at: StoredTimestamp
+            })
+          )
         )
       ),
-      Effect.map((rows) => JSON.stringify(rows.map((row) => [row.provider, String(row.version)])))
+      Effect.map((rows) =>
+        JSON.stringify(rows.map((row) => [row.provider, String(row.version), row.applied_at.toISOString()]))
+      )
     )
     const countInSlices = Effect.gen(function* () {
       const counts = new Map<string, number>()

@@ -69,6 +69,7 @@ describe("step-up for an approval that requires it", () => {
                   tokenId: undefined,
                   expiresAt: now + 600_000
                 },
+                requesterId: "requester-1",
                 backend: "ops",
                 tool: "deploy",
                 exposedName: "ops__deploy",

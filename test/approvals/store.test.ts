@@ -18,6 +18,8 @@ import {
   type NewApproval,
   type NewVote
 } from "../../src/store/approvals.js"
+import { backfillRequesterIds } from "../../src/store/migrations/0019_directory_reset_and_requester.js"
+import { UserRepo } from "../../src/store/users.js"
 import {
   approvalIn,
   approvalSettings,
@@ -55,6 +57,7 @@ const newApproval = (at: Date, overrides: Partial<NewApproval> = {}): NewApprova
     operationKey: `key-${id}`,
     issuer: ISSUER,
     subject: "alice",
+    requesterId: "user-alice",
     clientId: "cli",
     backend: "ops",
     tool: "deploy",
@@ -122,6 +125,7 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
         operation_key: input.operationKey,
         issuer: ISSUER,
         subject: "alice",
+        requester_id: "user-alice",
         client_id: null,
         backend: "ops",
         tool: "deploy",
@@ -611,6 +615,42 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
 })
 
 const allStates = ApprovalState.literals
+
+describe.each(storeKinds)("requester ids of approvals from before them (%s)", (kind) => {
+  it.scoped(
+    "the migration gives each approval the one person its issuer and subject name, and none when two could be meant",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const users = yield* UserRepo
+        const repo = yield* ApprovalRepo
+        const at = yield* now
+        const idp = "https://idp.example.com"
+        const tag = `${kind}-${Date.now()}`
+        const local = yield* users.insertLocal({ kind: "local", username: `u-${tag}`, displayName: "U", at })
+        const external = yield* users.insertEnterprise({
+          namespace: `external:${idp}`,
+          externalSubject: `s-${tag}`,
+          displayName: "E",
+          at
+        })
+        // An external subject spelled like the local user's id: an approval with it could mean either.
+        yield* users.insertEnterprise({ namespace: `external:${idp}`, externalSubject: local, displayName: "X", at })
+        const rows = [
+          newApproval(at, { subject: local }),
+          newApproval(at, { issuer: idp, subject: `s-${tag}` }),
+          newApproval(at, { issuer: idp, subject: local }),
+          newApproval(at, { subject: "nobody-here" })
+        ]
+        for (const row of rows) createdOf(yield* repo.create(row, 20))
+        yield* sql`UPDATE approvals SET requester_id = NULL`
+        yield* backfillRequesterIds
+        const found = []
+        for (const row of rows) found.push((yield* storedRow(row.id))?.requester_id)
+        expect(found).toEqual([local, external, null, null])
+      }).pipe(Effect.provide(stores.layer(kind)))
+  )
+})
 
 describe.each(storeKinds)("stored approvals (%s)", (kind) => {
   it.scoped(

@@ -16,12 +16,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, type Context, Effect, ExecutionStrategy, Exit, Layer, Scope, TestClock } from "effect"
+import { Clock, type Context, Effect, ExecutionStrategy, Exit, Layer, Option, Scope, TestClock } from "effect"
 import { intentText } from "../../src/approvals/intent.js"
 import type { StepUpEvidence } from "../../src/approvals/reviewers.js"
 import { Approvals, type ReviewOutcome } from "../../src/approvals/service.js"
 import { MAX_INTENT_BYTES } from "../../src/approvals/settings.js"
+import { PolicyWrites } from "../../src/policy/writes.js"
 import { type ApprovalRow, ApprovalState } from "../../src/store/approvals.js"
+import { UserRepo } from "../../src/store/users.js"
 import {
   approvalIn,
   approvalSettings,
@@ -36,6 +38,7 @@ import {
   newPeople,
   newRequester,
   newReviewer,
+  opId,
   type People,
   pendingOf,
   policyOf,
@@ -49,8 +52,30 @@ import {
   twoReviews
 } from "../support/approval-service.js"
 import { storeKinds } from "../support/databases.js"
+import { createGroup, grantAccessTo, testActor } from "../support/grants.js"
 
 const stores = sharedApprovalStores()
+
+/** The OpenID Connect connection reviewers sign in with now (its namespace). */
+const UPSTREAM = "oidc:current-connection"
+
+/** An enabled enterprise identity of `namespace` holding the approver role, on the review page now. */
+const enterpriseApprover = (namespace: string, subject: string) =>
+  Effect.gen(function* () {
+    const users = yield* UserRepo
+    const id = yield* users.insertEnterprise({
+      namespace,
+      externalSubject: subject,
+      displayName: `Enterprise ${subject}`,
+      at: new Date(yield* Clock.currentTimeMillis)
+    })
+    const group = yield* createGroup([], { roles: ["approver"] })
+    yield* (yield* PolicyWrites).updateUser(testActor, id, 1, { enabled: true, groups: [group] })
+    const user = Option.getOrThrow(yield* users.findById(id))
+    const reviewer = yield* (yield* Approvals).reviewerOf(user, UPSTREAM)
+    expect(reviewer.approver).toBe(true)
+    return reviewer
+  })
 afterAll(() => stores.close())
 
 type Services = Layer.Layer.Success<ReturnType<typeof stores.layer>>
@@ -574,6 +599,68 @@ describe.each(storeKinds)("reviewers (%s)", (kind) => {
         })
         const unnamed = pendingOf(yield* requestWrite(people.requester.caller, deployArgs(), { policy: bare }))
         expect(refusalOf(yield* approveAs(people.first, unnamed))).toBe("not_found")
+      }).pipe(Effect.provide(stores.layer(kind)))
+  )
+
+  it.scoped(
+    "an approvers entry means one person: `local:admin` never names an enterprise identity whose upstream subject is `local:admin`, and a user id never names an enterprise identity whose subject reads the same",
+    () =>
+      Effect.gen(function* () {
+        const people = yield* newPeople
+        const local = yield* newReviewer
+        const username = local.user.username!
+        // Crafted to collide: upstream subjects spelled like a local entry and like another person's id.
+        const spoofLocal = yield* enterpriseApprover(UPSTREAM, `local:${username}`)
+        const spoofId = yield* enterpriseApprover(UPSTREAM, people.first.user.id)
+        const plain = yield* enterpriseApprover(UPSTREAM, `sub-${opId()}`)
+        const elsewhere = yield* enterpriseApprover("oidc:another-connection", plain.user.external_subject!)
+        const named = policyOf({
+          operation_id_argument: "/operation_id",
+          approvers: [{ subjects: [`local:${username}`, people.first.user.id, plain.user.external_subject!] }]
+        })
+        const request = () =>
+          Effect.map(requestWrite(people.requester.caller, deployArgs(), { policy: named }), pendingOf)
+        for (const outsider of [spoofLocal, spoofId, elsewhere]) {
+          expect(refusalOf(yield* approveAs(outsider, yield* request()))).toBe("not_found")
+        }
+        // Each entry names its one person: the local account, the user id's owner, the subject at the connection.
+        for (const reviewer of [local, people.first, plain]) {
+          expect(doneOf(yield* approveAs(reviewer, yield* request())).state).toBe("approved")
+        }
+      }).pipe(Effect.provide(stores.layer(kind)))
+  )
+
+  it.scoped(
+    "the requester is told by user id: an enterprise reviewer with the requester's subject at another connection approves; the requester does not",
+    () =>
+      Effect.gen(function* () {
+        const approvals = yield* Approvals
+        const subject = `sub-${opId()}`
+        const asker = yield* enterpriseApprover(UPSTREAM, subject)
+        yield* grantAccessTo(asker.user.id, [{ endpoint_id: "ops", tools: ["deploy"], allow_write_requests: true }])
+        const namesake = yield* enterpriseApprover("oidc:another-connection", subject)
+        // An external-mode token: its subject is the upstream subject; the caller's Grant says who it is.
+        const caller = callerOf(subject, "cli", "https://idp.example.com")
+        const row = pendingOf(yield* requestWrite(caller, deployArgs(), { requesterId: asker.user.id }))
+        expect(row.requester_id).toBe(asker.user.id)
+        const self = yield* reviewerOfUser(asker.user.id)
+        expect(refusalOf(yield* approveAs(self, row))).toBe("self_approval")
+        expect(doneOf(yield* approveAs(namesake, row)).state).toBe("approved")
+
+        // Who asked not known (a row from before the key): nobody approves it; it can still be rejected.
+        const people = yield* newPeople
+        const unknown = pendingOf(yield* requestWrite(people.requester.caller, deployArgs()))
+        yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`UPDATE approvals SET requester_id = NULL WHERE id = ${unknown.id}`
+        )
+        const outcome = yield* approveAs(people.first, unknown)
+        expect(outcome).toMatchObject({
+          _tag: "Refused",
+          reason: "self_approval",
+          message: expect.stringContaining("not known")
+        })
+        expect(doneOf(yield* approvals.reject(people.second, unknown.id)).state).toBe("rejected")
       }).pipe(Effect.provide(stores.layer(kind)))
   )
 

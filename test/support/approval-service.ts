@@ -165,6 +165,8 @@ export const dropGroups = (userId: string) =>
   })
 
 export interface WriteTarget {
+  /** The requester's user id (default: the caller's subject, which is the user id in builtin mode). */
+  readonly requesterId?: string
   readonly backend?: string
   readonly tool?: string
   readonly policy?: ApprovalPolicy
@@ -178,6 +180,7 @@ export const writeRequest = (
   target: WriteTarget = {}
 ): ApprovalRequest => ({
   caller,
+  requesterId: target.requesterId ?? caller.subject,
   backend: target.backend ?? "ops",
   tool: target.tool ?? "deploy",
   exposedName: `${target.backend ?? "ops"}__${target.tool ?? "deploy"}`,

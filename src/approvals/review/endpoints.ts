@@ -58,7 +58,7 @@ const approvalId = Effect.gen(function* () {
 /** Who asked, as reviewers know them. */
 const itemOf = (row: ApprovalRow, reviewer: Reviewer) =>
   Effect.gen(function* () {
-    const user = yield* (yield* UserRepo).findById(row.subject)
+    const user = row.requester_id === null ? Option.none() : yield* (yield* UserRepo).findById(row.requester_id)
     const requester = Option.match(user, {
       onNone: () => row.subject,
       onSome: (found) => (found.username === null ? found.display_name : `${found.display_name} (${found.username})`)

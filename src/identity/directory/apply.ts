@@ -22,6 +22,17 @@ export interface AppliedSnapshot {
   readonly memberships_removed: number
 }
 
+/** An administrator's reset of a provider's directory version: from `expected` (what they read) to `next`. */
+export interface VersionReset {
+  readonly provider: string
+  readonly connection: string
+  readonly expected: number
+  readonly next: number
+  readonly actorId: string
+  readonly requestId: string | undefined
+  readonly at: Date
+}
+
 /** The digest of a person's directory memberships (internal group ids, sorted). */
 const digest = (sortedGroupIds: ReadonlyArray<string>) =>
   createHash("sha256").update(sortedGroupIds.join("\n")).digest("base64url")
@@ -202,6 +213,57 @@ export class DirectorySnapshots extends Effect.Service<DirectorySnapshots>()("ga
       )
     })
 
-    return { apply } as const
+    /**
+     * An administrator lowers a provider's version (docs/directory.md, "Resetting a provider's
+     * version"): only while it is still `expected` (what they read), only downwards, and only for a
+     * provider a snapshot was applied to — the row stays, so the provider keeps taking memberships from
+     * snapshots and nobody's access changes. In the policy transaction, so it is serialized with pushes
+     * (a push and a reset never interleave); an audit row in the same transaction, then one
+     * `directory.version_reset` line.
+     */
+    const resetVersion = Effect.fn("DirectorySnapshots.resetVersion")(function* (reset: VersionReset) {
+      const { provider, connection, expected, next } = reset
+      return yield* writes.run(
+        Effect.gen(function* () {
+          const current = yield* repo.version(provider)
+          if (current === undefined) {
+            return yield* refuse(
+              "not_found",
+              `No directory snapshot was applied to the ${connection} connection: its version is not set.`
+            )
+          }
+          if (current !== expected) {
+            return yield* refuse(
+              "precondition_failed",
+              `The ${connection} connection's directory version is ${current}, not ${expected}: a push or another reset came first. Read it again.`
+            )
+          }
+          if (next >= current) {
+            return yield* refuse(
+              "invalid_request",
+              `version: ${next} is not lower than the current version ${current} (a reset only lowers it; pushes raise it)`
+            )
+          }
+          yield* repo.resetVersion(provider, expected, next)
+          const detail = { connection, provider, from: current, to: next }
+          yield* audit.insert({
+            at: reset.at,
+            actorId: reset.actorId,
+            action: "directory.version_reset",
+            targetKind: "directory",
+            targetId: provider,
+            detail,
+            requestId: reset.requestId
+          })
+          return {
+            value: { from: current, to: next },
+            change: {},
+            event: { name: "directory.version_reset", fields: { actor: reset.actorId, ...detail } }
+          }
+        })
+      )
+    })
+
+    return { apply, resetVersion } as const
   })
 }) {}

@@ -7,27 +7,13 @@ import { SecurityLog } from "../../events/security-log.js"
 import { HttpError } from "../../http/error-body.js"
 import { bodyText } from "../../http/read-body.js"
 import { DirectoryRepo } from "../../store/directory.js"
-import { ldapNamespace } from "../providers/namespaces.js"
-import { IdentityProviders } from "../providers/service.js"
-import { UpstreamSignIn } from "../upstream/service.js"
 import { DirectorySnapshots } from "./apply.js"
+import { directoryProvider } from "./provider.js"
 import { DirectoryPushGuard } from "./push-guard.js"
 import { checkSnapshot, MAX_SNAPSHOT_BYTES } from "./snapshot.js"
 
 const fail = (status: number, code: HttpError["code"], description: string, headers?: Record<string, string>) =>
   Effect.fail(new HttpError({ status, code, description, ...(headers === undefined ? {} : { headers }) }))
-
-/** Which connection's people a push is about: `?provider=oidc|ldap`, else the OIDC one, else LDAP. */
-const providerOf = (wanted: string | null) =>
-  Effect.gen(function* () {
-    const oidc = yield* (yield* UpstreamSignIn).current
-    const { settings } = yield* (yield* IdentityProviders).current
-    const ldap = settings.ldap.enabled ? ldapNamespace(settings.ldap) : undefined
-    if (wanted === "ldap") return ldap
-    if (wanted === "oidc") return oidc?.namespace
-    if (wanted !== null) return undefined
-    return oidc?.namespace ?? ldap
-  })
 
 /**
  * `PUT /sso/directory` (docs/directory.md): a company's adapter pushes its whole directory. The
@@ -106,7 +92,7 @@ export const directoryEndpoint = Effect.gen(function* () {
     return yield* fail(400, "invalid_snapshot", `The snapshot was rejected, nothing was applied: ${description}`)
   }
   const wanted = new URL(request.url, "http://gateway").searchParams.get("provider")
-  const provider = yield* providerOf(wanted)
+  const provider = yield* directoryProvider(wanted)
   if (provider === undefined) {
     yield* refused("no_identity_provider")
     return yield* fail(

@@ -71,6 +71,33 @@ const FIELDS = {
 }
 
 /**
+ * Why `version` is no snapshot version, precisely (a number JSON cannot hold exactly, a string, a
+ * fraction, zero), or undefined. At most 2^53 - 1: every version is exact, as JSON numbers are read.
+ * A version far ahead of the adapter's next one is still accepted here; an administrator can lower
+ * it again (docs/directory.md, "Resetting a provider's version").
+ */
+const versionProblemOf = (version: unknown): string | undefined => {
+  const expected = "expected a positive integer (at most 2^53 - 1 = 9007199254740991)"
+  if (version === undefined) return `${expected}: missing`
+  if (typeof version !== "number") {
+    const kind =
+      version === null
+        ? "null"
+        : Array.isArray(version)
+          ? "an array"
+          : typeof version === "object"
+            ? "an object"
+            : `a ${typeof version}`
+    return `${expected}, got ${kind}`
+  }
+  if (!Number.isFinite(version)) return `${expected}, got a number too large to read`
+  if (!Number.isInteger(version)) return `${expected}, got ${version}`
+  if (version > Number.MAX_SAFE_INTEGER) return `${expected}, got ${version}, which is larger`
+  if (version < 1) return `${expected}, got ${version}`
+  return undefined
+}
+
+/**
  * Checks a pushed snapshot (docs/directory.md, "The snapshot") by hand rather than with a Schema
  * decoder: 10,000 users with up to 256 memberships each is millions of values, and the first problems
  * are named precisely (`users[41].groups[3]: "eng" is not a declared group`). Privilege fields are
@@ -131,9 +158,8 @@ export const checkSnapshot = (body: unknown): SnapshotCheck => {
 
   unknownKeys(body, FIELDS.top, "")
   const version = body["version"]
-  if (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1) {
-    problem("invalid_snapshot", "version: expected a positive integer (at most 2^53 - 1)")
-  }
+  const versionProblem = versionProblemOf(version)
+  if (versionProblem !== undefined) problem("invalid_snapshot", `version: ${versionProblem}`)
   const groups: Array<SnapshotGroup> = []
   const declared = { group: new Set<string>(), department: new Set<string>() }
   if (!Array.isArray(rawGroups)) problem("invalid_snapshot", "groups: expected an array")

@@ -3,7 +3,14 @@ import type { LdapSettings } from "../ldap/settings.js"
 import { connectionOf, type UpstreamConnection } from "../upstream/connection.js"
 import { oidcNamespace } from "./namespaces.js"
 import type { StoredConnections } from "./service.js"
-import { IdentityProvidersBody, type LdapSettingsFields, type OidcSettings } from "./settings.js"
+import {
+  IdentityProvidersBody,
+  LDAP_REQUIRED,
+  type LdapSettingsFields,
+  ldapProblems,
+  type OidcSettings,
+  oidcProblems
+} from "./settings.js"
 
 /**
  * `POST /api/v1/identity-providers/probe` and `/test` (docs/enterprise-sign-in.md, "Trying a
@@ -24,21 +31,29 @@ export type ConnectionDraftBody = typeof ConnectionDraftBody.Type
 
 const nonEmpty = (secret: string) => (secret === "" ? undefined : Redacted.make(secret))
 
-/** The draft OIDC connection to try, or what is missing. */
+/** A draft is tried, so it must be complete whether or not it says `enabled`. */
+const DRAFT_REQUIRED = "to try a draft"
+
+/**
+ * The draft OIDC connection to try, or every problem a save would name for the same settings (the
+ * same check, `oidcProblems`) plus what a draft lacks to be tried.
+ */
 export const oidcDraftConnection = (
   draft: NonNullable<ConnectionDraftBody["oidc"]>,
   stored: StoredConnections
-): UpstreamConnection | string => {
+): UpstreamConnection | ReadonlyArray<string> => {
   const { client_secret, ...settings } = draft
-  if (settings.issuer === undefined) return "oidc.issuer: required"
-  if (settings.client_id === undefined) return "oidc.client_id: required"
   const same = settings.issuer === stored.settings.oidc.issuer && settings.client_id === stored.settings.oidc.client_id
   const secret = client_secret === undefined ? (same ? stored.oidcClientSecret : undefined) : nonEmpty(client_secret)
-  if (secret === undefined) {
-    return same || client_secret !== undefined
-      ? "oidc.client_secret: required (none is stored)"
-      : "oidc.client_secret: required for a draft naming another issuer or client id than the stored connection"
-  }
+  const missingSecret =
+    secret !== undefined
+      ? undefined
+      : same || client_secret !== undefined
+        ? "oidc.client_secret: required (none is stored)"
+        : "oidc.client_secret: required for a draft naming another issuer or client id than the stored connection"
+  const problems = oidcProblems(settings, { required: DRAFT_REQUIRED, missingSecret })
+  if (problems.length > 0 || settings.issuer === undefined || settings.client_id === undefined || secret === undefined)
+    return problems
   return oidcConnectionOf({ ...settings, issuer: settings.issuer, client_id: settings.client_id }, secret)
 }
 
@@ -51,20 +66,10 @@ export const oidcConnectionOf = (
   namespace: oidcNamespace(oidc)
 })
 
-/** The settings an LDAP connection cannot work without (the group search is all four or none). */
-const LDAP_REQUIRED = [
-  "url",
-  "bind_dn",
-  "user_search_base",
-  "user_search_filter",
-  "user_id_attribute",
-  "user_name_attribute"
-] as const
-
 /**
  * A stored LDAP connection as sign-in uses it (`LdapSettings`, src/identity/ldap/settings.ts), with its
  * opened bind password; or the first thing it lacks. An enabled stored connection is complete (the save
- * checked it); a draft may not be.
+ * checked it); a draft is checked by `ldapDraftSettings` first.
  */
 export const ldapSettingsOf = (
   ldap: LdapSettingsFields,
@@ -86,16 +91,29 @@ export const ldapSettingsOf = (
   }
 }
 
-/** The draft LDAP connection to try, or what is missing: without `bind_password` the stored one is used. */
+/**
+ * The draft LDAP connection to try (without `bind_password` the stored one is used), or every problem
+ * a save would name for the same settings (the same check, `ldapProblems`) plus what a draft lacks.
+ */
 export const ldapDraftSettings = (
   draft: NonNullable<ConnectionDraftBody["ldap"]>,
   stored: StoredConnections
-): LdapSettings | string => {
+): LdapSettings | ReadonlyArray<string> => {
   const { bind_password, ...settings } = draft
   const same = settings.url === stored.settings.ldap.url && settings.bind_dn === stored.settings.ldap.bind_dn
   if (bind_password === undefined && !same) {
-    return "ldap.bind_password: required for a draft naming another address or bind DN than the stored connection"
+    return ["ldap.bind_password: required for a draft naming another address or bind DN than the stored connection"]
   }
   const password = bind_password === undefined ? stored.ldapBindPassword : nonEmpty(bind_password)
-  return ldapSettingsOf(settings, password)
+  const problems = ldapProblems(
+    settings,
+    {
+      required: DRAFT_REQUIRED,
+      missingSecret: password === undefined ? "ldap.bind_password: required (none is stored)" : undefined
+    },
+    password
+  )
+  if (problems.length > 0) return problems
+  const complete = ldapSettingsOf(settings, password)
+  return typeof complete === "string" ? [complete] : complete
 }

@@ -143,7 +143,7 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
       }
       const problems = enabledProblems(after.settings, {
         oidc: after.oidcClientSecret !== undefined,
-        ldap: after.ldapBindPassword !== undefined
+        ldapBindPassword: after.ldapBindPassword
       })
       if (problems.length > 0) return { _tag: "Invalid", problems } as SaveOutcome
       const at = new Date(yield* Clock.currentTimeMillis)

@@ -1,5 +1,5 @@
 import { X509Certificate } from "node:crypto"
-import { Schema } from "effect"
+import { type Redacted, Schema } from "effect"
 import { validateLdapFields } from "../ldap/settings.js"
 
 /**
@@ -101,40 +101,64 @@ export const IdentityProvidersRecord = Schema.Struct({
 export type IdentityProvidersRecord = typeof IdentityProvidersRecord.Type
 
 /**
- * The problems of the connections as they would be saved: an enabled connection must be complete (a
- * disabled one may be an incomplete draft), and every value given must be well-formed either way.
+ * How complete a connection must be, for the one check both paths run (`oidcProblems`,
+ * `ldapProblems`): a save requires every setting of an enabled connection (a disabled one may be an
+ * incomplete draft), and a draft that is tried requires all of them, enabled or not. Every value given
+ * must be well-formed either way, and every rule between values holds either way.
  */
-export const enabledProblems = (
-  settings: StoredSettings,
-  secrets: { readonly oidc: boolean; readonly ldap: boolean }
-): ReadonlyArray<string> => {
+export interface Completeness {
+  /** Why the required settings must be there (`when oidc.enabled is true`); undefined: none is required. */
+  readonly required: string | undefined
+  /** What to say when the connection's secret is missing; undefined: there is one (or none is required). */
+  readonly missingSecret: string | undefined
+}
+
+/** The problems of an OIDC connection's settings: one list of rules for a save and for a draft. */
+export const oidcProblems = (oidc: OidcSettings, completeness: Completeness): ReadonlyArray<string> => {
   const problems: Array<string> = []
-  const { oidc, ldap } = settings
-  if (oidc.enabled) {
-    if (oidc.issuer === undefined) problems.push("oidc.issuer: required when oidc.enabled is true")
-    if (oidc.client_id === undefined) problems.push("oidc.client_id: required when oidc.enabled is true")
-    if (!secrets.oidc) problems.push("oidc.client_secret: required when oidc.enabled is true")
-    if (!oidc.scopes.includes("openid")) problems.push('oidc.scopes: must include "openid"')
+  const { required, missingSecret } = completeness
+  if (required !== undefined) {
+    if (oidc.issuer === undefined) problems.push(`oidc.issuer: required ${required}`)
+    if (oidc.client_id === undefined) problems.push(`oidc.client_id: required ${required}`)
+    if (missingSecret !== undefined) problems.push(missingSecret)
   }
+  if (!oidc.scopes.includes("openid")) problems.push('oidc.scopes: must include "openid"')
+  // A tenant claim without the value it must have (or the reverse) would admit every tenant.
   if ((oidc.tenant_claim === undefined) !== (oidc.tenant_value === undefined)) {
     problems.push("oidc.tenant_claim, oidc.tenant_value: both or neither")
   }
-  if (ldap.enabled) {
-    for (const key of [
-      "url",
-      "bind_dn",
-      "user_search_base",
-      "user_search_filter",
-      "user_id_attribute",
-      "user_name_attribute"
-    ] as const) {
-      if (ldap[key] === undefined) problems.push(`ldap.${key}: required when ldap.enabled is true`)
-    }
-    if (!secrets.ldap) problems.push("ldap.bind_password: required when ldap.enabled is true")
+  return problems
+}
+
+/** The settings an LDAP connection cannot work without (the group search is all four or none). */
+export const LDAP_REQUIRED = [
+  "url",
+  "bind_dn",
+  "user_search_base",
+  "user_search_filter",
+  "user_id_attribute",
+  "user_name_attribute"
+] as const
+
+/**
+ * The problems of an LDAP connection's settings (`bindPassword`: the one it would bind with, checked
+ * like any value given): one list of rules for a save and for a draft, the LDAP module's own rules on
+ * each value (docs/ldap.md, "Settings") included.
+ */
+export const ldapProblems = (
+  ldap: LdapSettingsFields,
+  completeness: Completeness,
+  bindPassword: Redacted.Redacted<string> | undefined
+): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const { required, missingSecret } = completeness
+  if (required !== undefined) {
+    for (const key of LDAP_REQUIRED) if (ldap[key] === undefined) problems.push(`ldap.${key}: required ${required}`)
+    if (missingSecret !== undefined) problems.push(missingSecret)
   }
-  // What is given must be well-formed even in a draft: the LDAP module's own rules (docs/ldap.md, "Settings").
   const { enabled: _enabled, ...given } = ldap
-  for (const { path, message } of validateLdapFields(given)) problems.push(`ldap.${path}: ${message}`)
+  const fields = bindPassword === undefined ? given : { ...given, bind_password: bindPassword }
+  for (const { path, message } of validateLdapFields(fields)) problems.push(`ldap.${path}: ${message}`)
   const group = [ldap.group_search_base, ldap.group_search_filter, ldap.group_id_attribute, ldap.group_name_attribute]
   if (group.some((value) => value !== undefined) && group.some((value) => value === undefined)) {
     problems.push(
@@ -142,6 +166,29 @@ export const enabledProblems = (
     )
   }
   return problems
+}
+
+/** The problems of the connections as they would be saved, with the secrets they would keep. */
+export const enabledProblems = (
+  settings: StoredSettings,
+  secrets: { readonly oidc: boolean; readonly ldapBindPassword: Redacted.Redacted<string> | undefined }
+): ReadonlyArray<string> => {
+  const { oidc, ldap } = settings
+  return [
+    ...oidcProblems(oidc, {
+      required: oidc.enabled ? "when oidc.enabled is true" : undefined,
+      missingSecret: secrets.oidc ? undefined : "oidc.client_secret: required when oidc.enabled is true"
+    }),
+    ...ldapProblems(
+      ldap,
+      {
+        required: ldap.enabled ? "when ldap.enabled is true" : undefined,
+        missingSecret:
+          secrets.ldapBindPassword === undefined ? "ldap.bind_password: required when ldap.enabled is true" : undefined
+      },
+      secrets.ldapBindPassword
+    )
+  ]
 }
 
 /** `POST …/probe`: whether the draft connection answers, and what it published. */

@@ -514,10 +514,14 @@ export const ToolCallsLive = Layer.scoped(
       policy: Extract<CallDecision, { _tag: "NeedsApproval" }>["policy"]
     ): Promise<ToolCallOutcome> => {
       const backend = backends.slots[tool.backend]!.config
+      // A write needing approval was allowed by the caller's Grant, so they are someone here; deny on doubt.
+      const requesterId = request.view.grant?.user.id
+      if (requesterId === undefined) return Promise.resolve(unknownTool(request.name))
       return Runtime.runPromise(runtime)(
         approvals.request(
           {
             caller: request.view.caller,
+            requesterId,
             backend: backend.id,
             tool: tool.original,
             exposedName: tool.key,

@@ -1,0 +1,13 @@
+import { Command } from "@effect/cli"
+import { directoryCommand } from "./directory.js"
+
+/**
+ * `gateway admin <kind> <action>` (docs/management-api.md, "The `gateway admin` commands"): the
+ * Management API from the command line, one subcommand per kind of record. Each signs in as
+ * `gateway admin-login` does (or takes `GATEWAY_ADMIN_TOKEN`), takes and prints JSON, and exits with a
+ * code a script can test (src/cli/admin/failure.ts). A new kind is one file beside this one, added here.
+ */
+export const adminCommand = Command.make("admin").pipe(
+  Command.withDescription("The Management API from the command line: gateway admin <kind> <action>"),
+  Command.withSubcommands([directoryCommand])
+)
