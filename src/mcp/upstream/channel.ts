@@ -4,6 +4,7 @@ import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
+import { type AnswerBudget, handOff } from "./answer-budget.js"
 import type { TokenSource } from "./auth.js"
 import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
 
@@ -33,13 +34,24 @@ export interface JsonRpcErrorObject {
 }
 
 export type ChannelAnswer =
-  | { readonly ok: true; readonly result: Record<string, unknown> }
+  | {
+      readonly ok: true
+      readonly result: Record<string, unknown>
+      /**
+       * Gives back what the answer holds of the gateway-wide budget: call it once the result has been
+       * written to the caller (src/mcp/upstream/answer-budget.ts, `handOff`). Absent: nothing is held.
+       */
+      readonly release?: () => void
+    }
   | { readonly ok: false; readonly error: JsonRpcErrorObject }
 
-/** Why a call has no answer: its deadline, the caller's cancellation, or a backend that did not speak JSON-RPC. */
+/**
+ * Why a call has no answer: its deadline, the caller's cancellation, a backend that did not speak
+ * JSON-RPC, or the gateway-wide budget of answers held at once (`over_budget`: the backend is fine).
+ */
 export class ChannelFailure extends Error {
   constructor(
-    readonly reason: "timeout" | "cancelled" | "failed",
+    readonly reason: "timeout" | "cancelled" | "failed" | "over_budget",
     /** Safe to log: never carries credentials or the backend's body. */
     detail: string,
     /**
@@ -109,6 +121,11 @@ export interface ChannelSettings {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** Largest answer accepted (JSON body, or one SSE event); defaults to `maxBackendAnswer`. */
   readonly maxAnswer?: number
+  /**
+   * The gateway-wide count of answer bytes held (src/mcp/upstream/answer-budget.ts) and this
+   * generation's limit on it (`server.max_answer_bytes_in_flight`); absent: only `maxAnswer` bounds.
+   */
+  readonly budget?: { readonly answers: AnswerBudget; readonly limit: number }
   /** How long a message the gateway sends and needs no answer to may take; defaults to `replyTimeoutMs`. */
   readonly replyTimeoutMs?: number
   /** Connections for those messages; defaults to `maxReplyConnections`. */
@@ -123,10 +140,15 @@ const asObject = (value: unknown): Record<string, unknown> => (isRecord(value) ?
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
   isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
 
-/** The answer's media type; of repeated `Content-Type` headers the first counts, as node:http does. */
+/** Of a repeated header the first counts, as node:http does. */
+const firstHeader = (headers: Record<string, string | string[] | undefined>, name: string) => {
+  const value = headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** The answer's media type. */
 const mediaType = (headers: Record<string, string | string[] | undefined>) => {
-  const value = headers["content-type"]
-  const first = Array.isArray(value) ? value[0] : value
+  const first = firstHeader(headers, "content-type")
   return first === undefined ? "" : first.split(";", 1)[0]!.trim().toLowerCase()
 }
 
@@ -251,6 +273,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       })
       let settled = false
       let requestsAnswered = 0
+      // What this call's answer holds of the gateway-wide budget; given back as soon as the call settles.
+      const budget = settings.budget
+      const hold = budget?.answers.hold(budget.limit)
       // The attempt in flight (a 401 with renewable credentials starts a second one), and undici's
       // handle on its request, to close it when the call ends early.
       interface Attempt {
@@ -265,9 +290,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           request.abort(new Error("closed by the gateway"))
         }
       }
-      const settle = (then: () => void) => {
+      // `keep`: the answer's bytes stay counted, handed to the caller with the result.
+      const settle = (then: () => void, keep = false) => {
         if (settled) return
         settled = true
+        if (!keep) hold?.release()
         clearTimeout(timer)
         options.signal.removeEventListener("abort", onAbort)
         then()
@@ -281,6 +308,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           }
           reject(new ChannelFailure(reason, detail, probe, sessionLost))
         })
+      const overBudget = () =>
+        fail("over_budget", "the answers held at once reached server.max_answer_bytes_in_flight", false)
       const timer = setTimeout(() => fail("timeout", "the call's deadline passed"), Math.max(1, options.timeoutMs))
       const onAbort = () => fail("cancelled", "the caller cancelled the call")
       if (options.signal.aborted) return onAbort()
@@ -291,8 +320,12 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         if (!isRecord(message)) return
         if (message["id"] === id && !("method" in message)) {
           const { result, error } = message
-          if (isRecord(result)) settle(() => resolve({ ok: true, result }))
-          else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
+          if (isRecord(result)) {
+            settle(
+              () => resolve(hold === undefined ? { ok: true, result } : { ok: true, result, release: handOff(hold) }),
+              true
+            )
+          } else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
           else fail("failed", "the backend's answer is not a JSON-RPC response")
           return
         }
@@ -329,6 +362,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         const text = new StringDecoder("utf8")
         let received = ""
         let size = 0
+        // Bytes of the answer received, and the length it declared (held from its first byte).
+        let bytes = 0
+        let declared = 0
         let decoder: SseDecoder | undefined
         let linger: ReturnType<typeof setTimeout> | undefined
         let judge: (body: string | undefined) => void = () => {}
@@ -360,6 +396,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             }
             if (json) {
               mode = "json"
+              // A declared length is held at once: an answer that cannot fit fails before a byte is read.
+              const length = Number(firstHeader(headers, "content-length") ?? "")
+              declared = Number.isSafeInteger(length) && length > 0 ? length : 0
+              if (declared > maxAnswer) return fail("failed", "the backend's answer is too large")
+              if (hold !== undefined && !hold.to(declared)) return overBudget()
               return
             }
             const detail = `the backend answered HTTP ${status} (${type || "no content type"})`
@@ -387,6 +428,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             if (mode === "ignore" || (settled && mode !== "start")) return
             const piece = text.write(chunk)
             size += piece.length
+            bytes += chunk.length
             if (mode === "start") {
               received += piece
               if (received.length > lostSessionBodyLimit) judge(undefined)
@@ -395,12 +437,15 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             if (decoder === undefined) {
               received += piece
               if (size > maxAnswer) fail("failed", "the backend's answer is too large")
+              else if (hold !== undefined && !hold.to(Math.max(declared, bytes))) overBudget()
               return
             }
             decoder.push(piece)
             if (decoder.pending > maxAnswer) fail("failed", "the backend's event is too large")
             // Answered mid-stream: the rest may follow shortly; a stream kept open is closed after a grace.
             else if (settled) linger = setTimeout(close, streamGraceMs)
+            // What the decoder holds of an event not yet complete.
+            else if (hold !== undefined && !hold.to(decoder.pending)) overBudget()
           },
           onResponseEnd: () => {
             attempt.answered = true
