@@ -4,7 +4,13 @@ import type { BackendConfig } from "../../config/schema.js"
 import { version } from "../../version.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { asAuthProvider, backendRequestAuth } from "./auth.js"
-import { type BackendChannel, type BackendSession, type ChannelSettings, makeBackendChannel } from "./channel.js"
+import {
+  type BackendChannel,
+  type BackendSession,
+  type ChannelSettings,
+  makeBackendChannel,
+  maxBackendAnswer
+} from "./channel.js"
 import { makeBackendFetch } from "./fetch.js"
 
 export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
@@ -65,7 +71,7 @@ export const connectBackend = (
       // The client's requests go over the channel's connections: one set per backend.
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
-        fetch: makeBackendFetch(channel),
+        fetch: makeBackendFetch(channel, maxBackendAnswer, budget?.answers),
         ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
       // Closing the client (generation closing, reconnect) also drops the kept-alive connections.
