@@ -26,6 +26,9 @@ export class AnswerBudget {
   hold(limit: number): AnswerHold {
     let mine = 0
     return {
+      get bytes() {
+        return mine
+      },
       to: (bytes) => {
         const more = bytes - mine
         if (more > 0 && this.heldBytes + more > limit) return false
@@ -58,6 +61,8 @@ export class AnswerBudget {
 }
 
 export interface AnswerHold {
+  /** What this answer holds now. */
+  readonly bytes: number
   /** Holds `bytes` in all for this answer; false — holding what it held — when that would pass the limit. */
   readonly to: (bytes: number) => boolean
   /** Gives back everything this answer holds; idempotent. */
@@ -70,6 +75,12 @@ export interface AnswerHold {
  * says so (or a caller that reads very slowly) cannot shrink the budget for good.
  */
 export const handedOffAnswerMs = 30_000
+
+/**
+ * Answers smaller than this are given back when read, not handed off: their copies are small, and a
+ * timer per call would cost the common case more CPU than it saves memory.
+ */
+export const handOffFromBytes = 64 * 1024
 
 /** `hold`, kept past the read until the returned function runs (once), or `handedOffAnswerMs` pass. */
 export const handOff = (hold: AnswerHold): (() => void) => {

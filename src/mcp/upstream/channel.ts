@@ -4,7 +4,7 @@ import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
-import { type AnswerBudget, handOff } from "./answer-budget.js"
+import { type AnswerBudget, handOff, handOffFromBytes } from "./answer-budget.js"
 import type { TokenSource } from "./auth.js"
 import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
 
@@ -321,10 +321,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         if (message["id"] === id && !("method" in message)) {
           const { result, error } = message
           if (isRecord(result)) {
-            settle(
-              () => resolve(hold === undefined ? { ok: true, result } : { ok: true, result, release: handOff(hold) }),
-              true
-            )
+            // A large answer stays counted until the caller has it; a small one is given back now.
+            const keep = hold !== undefined && hold.bytes >= handOffFromBytes
+            settle(() => resolve(keep ? { ok: true, result, release: handOff(hold) } : { ok: true, result }), keep)
           } else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
           else fail("failed", "the backend's answer is not a JSON-RPC response")
           return
