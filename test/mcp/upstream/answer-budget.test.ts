@@ -7,6 +7,7 @@
  * length (refused before a byte is read) and an SSE event that grows (refused as it passes).
  */
 
+import { type IncomingMessage, request } from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as z from "zod/v4"
@@ -150,6 +151,44 @@ describe("the gateway-wide budget of backend answers", () => {
       await client.close()
     })
   }
+
+  it("a large answer stays counted until its caller has read it: a caller that stops reading holds it, and gives it back as it reads", async () => {
+    gate = opened()
+    gate.resolve()
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "big__json", arguments: {} }
+    })
+    const token = await gateway.token()
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(gateway.mcpUrl, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+          authorization: `Bearer ${token}`
+        }
+      })
+      req.on("response", resolve)
+      req.on("error", reject)
+      req.end(body)
+    })
+    // Not read: the answer waits in the gateway's buffers, and stays counted.
+    response.pause()
+    await new Promise((done) => setTimeout(done, 300))
+    expect(await held()).toBeGreaterThanOrEqual(answerSize)
+    let size = 0
+    response.on("data", (chunk: Buffer) => {
+      size += chunk.length
+    })
+    response.resume()
+    await new Promise((done) => response.on("end", done))
+    expect(size).toBeGreaterThan(answerSize)
+    await expect.poll(held, { timeout: 5_000 }).toBe(0)
+  })
 
   it("refusals are logged as backend.answer_budget_exceeded, at most once per 30 s, with the backend and the limit", () => {
     // Both tests above were refused once each, within the same 30 s: one line.
