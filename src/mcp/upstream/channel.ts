@@ -273,7 +273,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       })
       let settled = false
       let requestsAnswered = 0
-      // What this call's answer holds of the gateway-wide budget; given back as soon as the call settles.
+      // What this call's answer holds of the gateway-wide budget; given back when the call settles, or —
+      // a large result — once its caller has it (`release` of the answer).
       const budget = settings.budget
       const hold = budget?.answers.hold(budget.limit)
       // The attempt in flight (a 401 with renewable credentials starts a second one), and undici's
