@@ -141,6 +141,8 @@ export const ToolAccess = Schema.Struct({
   ),
   /** The groups whose access entries allow it, and how each reaches the user. */
   decided_by: Schema.Array(Via),
+  /** How those entries name the tool: `name` (listed by name), `*` (an entry granting every tool of the backend). */
+  matched_by: Schema.Array(Schema.Literal("*", "name")),
   /** Argument conditions of the allowing entries; one entry's conditions must all hold. */
   conditions: Schema.Array(
     Schema.Array(Schema.Struct({ argument: Schema.String, allowed_values: Schema.Array(Schema.String) }))

@@ -78,7 +78,16 @@ export const Server = Schema.Struct({
   /** Peers whose `X-Forwarded-For` names the client (IP addresses or CIDR blocks); reloadable. */
   trusted_proxies: withDefault(Schema.Array(NonEmpty), () => []),
   /** Open connections per listener before new ones are kept for health probes only; reloadable. */
-  max_connections: withDefault(Schema.Int.pipe(Schema.between(16, 1_000_000)), () => 8192)
+  max_connections: withDefault(Schema.Int.pipe(Schema.between(16, 1_000_000)), () => 8192),
+  /**
+   * Bytes of backend answers held at once across all calls (src/mcp/upstream/answer-budget.ts); at
+   * least one answer of the largest size a call accepts (32 MiB); reloadable. Default 64 MiB:
+   * docs/operations.md, "Memory held for backend answers".
+   */
+  max_answer_bytes_in_flight: withDefault(
+    Schema.Int.pipe(Schema.between(32 * 1024 * 1024, 2 ** 40)),
+    () => 64 * 1024 * 1024
+  )
 })
 
 export const PolicyChanges = Schema.Struct({

@@ -1,6 +1,7 @@
 import type { EffectiveAccess } from "../admin/schemas.js"
 import type { CatalogIndex } from "../mcp/catalog/index.js"
 import type { Grant, GroupSource } from "./grant.js"
+import { EVERY_TOOL } from "./tool-names.js"
 import { isOpen } from "./view.js"
 
 const viaOf = (source: GroupSource) => ({
@@ -17,7 +18,8 @@ type Reason = NonNullable<EffectiveAccess["tools"][number]["reason"]>
 /**
  * Explainable access (docs/access-policy.md, "Effective access"): for every published tool, whether
  * `grant`'s user may call it with a token holding every scope they hold, which groups decide it and
- * how each reaches them (direct membership, or an organization group mapped onto it), and whether
+ * how each reaches them (direct membership, or an organization group mapped onto it), whether an
+ * entry names the tool or grants it through `"*"`, and whether
  * their upstream memberships are stale. The same rules as the PolicyEngine's views and decisions.
  */
 export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): EffectiveAccess => {
@@ -49,6 +51,12 @@ export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): E
         decision: reason === undefined ? ("allow" as const) : ("deny" as const),
         ...(reason === undefined ? {} : { reason }),
         decided_by: [...new Map(allowing.map((granted) => [granted.source.group.id, viaOf(granted.source)])).values()],
+        // How the allowing entries name the tool: by its name, or by `"*"` (every tool of the backend).
+        matched_by: [
+          ...new Set(
+            allowing.map((granted) => (granted.entry.tools.includes(EVERY_TOOL) ? EVERY_TOOL : ("name" as const)))
+          )
+        ].sort(),
         conditions: allowing
           .filter((granted) => granted.rules.length > 0)
           .map((granted) =>

@@ -5,6 +5,7 @@ import type { UserRow } from "../store/users.js"
 import { type JsonPointer, parsePointer } from "./json-pointer.js"
 import type { AccessEntry, Role } from "./permissions.js"
 import { type RoleScopes, roleScopeNames } from "./roles.js"
+import { EVERY_TOOL } from "./tool-names.js"
 
 /**
  * A user's effective access (docs/access-policy.md, "Rules"): the union over their active direct
@@ -37,7 +38,7 @@ export interface GrantedEntry {
 
 /** What the user may do with one backend (`access[].endpoint_id`). */
 export interface EndpointAccess {
-  /** The entries naming original tool `tool` (empty: none does). */
+  /** The entries naming original tool `tool`, by its name or by `"*"` (empty: none does). */
   entries(tool: string): ReadonlyArray<GrantedEntry>
   /** An entry naming `tool` has `allow_write_requests`. */
   writable(tool: string): boolean
@@ -51,26 +52,31 @@ export interface EndpointAccess {
   readonly key: string
 }
 
-const noEntries: ReadonlyArray<GrantedEntry> = []
-
-/** The EndpointAccess of the access entries that name one backend. */
+/**
+ * The EndpointAccess of the access entries that name one backend. `tools` holds, per named tool, the
+ * entries naming it and (after them) the `"*"` entries; `every` holds the `"*"` entries alone, which
+ * name any other tool the backend publishes, now or later.
+ */
 class EntriesAccess implements EndpointAccess {
   constructor(
     private readonly tools: ReadonlyMap<string, ReadonlyArray<GrantedEntry>>,
+    private readonly every: ReadonlyArray<GrantedEntry>,
     private readonly writes: ReadonlySet<string>,
+    /** A `"*"` entry allows write requests: to every tool. */
+    private readonly writesEvery: boolean,
     private readonly prompts: ReadonlySet<string>,
     readonly readResources: boolean,
     readonly subscribe: boolean,
     readonly key: string
   ) {}
   entries(tool: string) {
-    return this.tools.get(tool) ?? noEntries
+    return this.tools.get(tool) ?? this.every
   }
   writable(tool: string) {
-    return this.writes.has(tool)
+    return this.writesEvery || this.writes.has(tool)
   }
   get writesAny() {
-    return this.writes.size > 0
+    return this.writesEvery || this.writes.size > 0
   }
   prompt(name: string) {
     return this.prompts.has(name)
@@ -164,6 +170,9 @@ export const sourcesOf = (
 
 interface EndpointBuilder {
   readonly tools: Map<string, Array<GrantedEntry>>
+  /** Entries whose `tools` is `["*"]`. */
+  readonly every: Array<GrantedEntry>
+  writesEvery: boolean
   readonly writable: Set<string>
   readonly prompts: Set<string>
   readResources: boolean
@@ -195,11 +204,26 @@ export const buildGrant = (
     for (const entry of permissions.access) {
       let builder = builders.get(entry.endpoint_id)
       if (builder === undefined) {
-        builder = { tools: new Map(), writable: new Set(), prompts: new Set(), readResources: false, subscribe: false }
+        builder = {
+          tools: new Map(),
+          every: [],
+          writesEvery: false,
+          writable: new Set(),
+          prompts: new Set(),
+          readResources: false,
+          subscribe: false
+        }
         builders.set(entry.endpoint_id, builder)
       }
       const granted: GrantedEntry = { entry, source, rules: compileRules(entry) }
-      for (const tool of entry.tools) {
+      // `"*"` names every tool: such an entry is kept once, whatever else its list names (a write refuses
+      // a list mixing both, src/policy/tool-names.ts; a hand-edited row is read as `"*"`).
+      const every = entry.tools.includes(EVERY_TOOL)
+      if (every) {
+        builder.every.push(granted)
+        builder.writesEvery ||= entry.allow_write_requests
+      }
+      for (const tool of every ? [] : entry.tools) {
         const list = builder.tools.get(tool)
         if (list === undefined) builder.tools.set(tool, [granted])
         else list.push(granted)
@@ -212,15 +236,19 @@ export const buildGrant = (
   }
   const endpoints = new Map<string, EndpointAccess>()
   for (const [id, builder] of builders) {
+    const { tools, every, writesEvery, writable, prompts, readResources, subscribe } = builder
     const key = digest([
-      sorted(builder.tools.keys()),
-      sorted(builder.writable),
-      sorted(builder.prompts),
-      builder.readResources,
-      builder.subscribe
+      sorted(tools.keys()),
+      sorted(writable),
+      every.length > 0,
+      writesEvery,
+      sorted(prompts),
+      readResources,
+      subscribe
     ])
-    const { tools, writable, prompts, readResources, subscribe } = builder
-    endpoints.set(id, new EntriesAccess(tools, writable, prompts, readResources, subscribe, key))
+    // A named tool is also named by every `"*"` entry: merged once here, not per lookup.
+    if (every.length > 0) for (const list of tools.values()) list.push(...every)
+    endpoints.set(id, new EntriesAccess(tools, every, writable, writesEvery, prompts, readResources, subscribe, key))
   }
   const verifiedAt = user.membership_verified_at?.getTime()
   return {

@@ -48,7 +48,7 @@ export type ResourceRule = typeof ResourceRule.Type
 
 export const AccessEntry = Schema.Struct({
   endpoint_id: EndpointId,
-  /** Exact original tool names of that backend; an empty list grants no tool. */
+  /** Exact original tool names of that backend, or `["*"]`: every tool it publishes (src/policy/tool-names.ts); an empty list grants no tool. */
   tools: List(Text(128), 1024),
   /** Write tools need it; it never bypasses per-operation approval. */
   allow_write_requests: withDefault(Schema.Boolean, () => false),

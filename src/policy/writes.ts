@@ -14,6 +14,7 @@ import { keepingLocalAdministrator } from "./last-administrator.js"
 import type { Permissions } from "./permissions.js"
 import { type PolicyRefused, refuse } from "./refusal.js"
 import { roleScopeNames } from "./roles.js"
+import { toolListProblem } from "./tool-names.js"
 
 /** Who makes a change: the administrator's user id and kind (from their verified token). */
 export interface Actor {
@@ -169,7 +170,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     /**
      * Administrative scopes come only from roles (docs/access-policy.md, "Roles"): a plain `scopes`
      * entry naming one would grant administration past the role, and past the last-administrator rule
-     * that counts role holders.
+     * that counts role holders. Access entries name tools exactly, or `["*"]` alone (src/policy/tool-names.ts).
      */
     const checkPermissions = (permissions: Permissions) =>
       Effect.gen(function* () {
@@ -180,6 +181,11 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
               `permissions.scopes[${index}]: "${scope}" is an administrative scope; grant it through permissions.roles`
             )
           }
+        }
+        for (const [index, entry] of permissions.access.entries()) {
+          const problem = toolListProblem(entry.tools)
+          if (problem !== undefined)
+            return yield* refuse("invalid_request", `permissions.access[${index}].tools${problem}`)
         }
       })
 

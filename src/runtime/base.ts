@@ -8,6 +8,7 @@ import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
+import { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
@@ -34,7 +35,8 @@ export const policyRepositories = Layer.mergeAll(
 /**
  * The process-wide services: the configuration key, the store (opened, checked and migrated before
  * anything else runs) and its health (src/store/health.ts), the signer, the authorization server's
- * repositories, pending logins and session check, the stored access policy and identity connections. Their settings are static, so generations share them.
+ * repositories, pending logins and session check, the stored access policy and identity connections,
+ * the count of memory held for backend answers. Their settings are static, so generations share them.
  */
 export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
@@ -52,7 +54,8 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     Layer.provideMerge(Approvals.Default),
     Layer.provideMerge(ApprovalRepo.Default)
   )
-  return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals).pipe(
+  // Memory held for backend answers is counted once per process, across generations.
+  return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals, AnswerBudgetTag.Live).pipe(
     Layer.provideMerge(access),
     Layer.provideMerge(authBaseLayer),
     Layer.provideMerge(signer)

@@ -16,6 +16,7 @@ import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
 import type { GatewayTools } from "../mcp/catalog/gateway-tools.js"
 import { DirectPathEnabled, type McpPost, McpPostLive } from "../mcp/edge/post.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/edge/sdk-endpoint.js"
+import type { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/backends.js"
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
@@ -59,6 +60,7 @@ export type BaseServices =
   | DirectoryRepo
   | Approvals
   | ApprovalRepo
+  | AnswerBudgetTag
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

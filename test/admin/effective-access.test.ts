@@ -101,6 +101,77 @@ describe("effective access", () => {
       })
   )
 
+  it.scopedLive(
+    'an entry with tools ["*"] covers every published tool: effective access lists each and says it came from "*"',
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* gatewayWithAlpha
+        const api = managementApi(gateway, yield* adminToken(gateway, {}, Date.now()))
+        const alice = yield* addLocalUser(gateway, "alice", "alice's long passphrase")
+        yield* inGateway(gateway)(
+          grantAccessTo(alice, [
+            { endpoint_id: "alpha", tools: ["*"] },
+            { endpoint_id: "alpha", tools: ["echo"] }
+          ])
+        )
+        const explained = (yield* api.get(`/api/v1/identities/${alice}/effective-access`)).body
+        const tools = new Map(
+          (explained["tools"] as Array<Record<string, unknown>>).map((tool) => [tool["name"], tool])
+        )
+        expect(tools.get("alpha__search")).toMatchObject({ decision: "allow", matched_by: ["*"] })
+        expect(tools.get("alpha__slow")).toMatchObject({ decision: "allow", matched_by: ["*"] })
+        // Named too: both ways are told.
+        expect(tools.get("alpha__echo")).toMatchObject({ decision: "allow", matched_by: ["*", "name"] })
+        // A write tool still needs allow_write_requests.
+        expect(tools.get("alpha__write_note")).toMatchObject({
+          decision: "deny",
+          reason: "write_not_allowed",
+          matched_by: []
+        })
+      })
+  )
+
+  it.scoped(
+    '"*" stands alone: a list mixing it with names, or a name holding "*", is refused with 400 and nothing written',
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway()
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const before = ((yield* api.get("/api/v1/identities")).body["groups"] as Array<unknown>).length
+        const cases = [
+          [
+            ["*", "echo"],
+            'permissions.access[0].tools: "*" grants every tool of the backend and must be the only item'
+          ],
+          [
+            ["echo", "read_*"],
+            'permissions.access[0].tools[1]: "read_*": names are exact; only "*" alone is a wildcard'
+          ]
+        ] as const
+        for (const [tools, message] of cases) {
+          const refused = yield* api.post("/api/v1/identities/groups", {
+            name: "Wildcards",
+            permissions: { access: [{ endpoint_id: "alpha", tools }] }
+          })
+          expect(refused).toMatchObject({ status: 400, body: { error: "invalid_request" } })
+          expect(String(refused.body["error_description"])).toContain(message)
+        }
+        expect(((yield* api.get("/api/v1/identities")).body["groups"] as Array<unknown>).length).toBe(before)
+        const created = yield* api.post("/api/v1/identities/groups", {
+          name: "Wildcards",
+          permissions: { access: [{ endpoint_id: "alpha", tools: ["*"] }] }
+        })
+        expect(created.status).toBe(201)
+        // An update is checked alike.
+        const updated = yield* api.put(
+          `/api/v1/identities/groups/${String(created.body["id"])}`,
+          { permissions: { access: [{ endpoint_id: "alpha", tools: ["echo", "*"] }] } },
+          ifMatch(created.body)
+        )
+        expect(updated).toMatchObject({ status: 400, body: { error: "invalid_request" } })
+      })
+  )
+
   it.scoped("memberships older than enterprise_membership_max_age are stale: the user's access stops", () =>
     Effect.gen(function* () {
       const gateway = yield* oauthGateway({ auth: () => ({ enterprise_membership_max_age: "1h" }) })

@@ -60,7 +60,8 @@ describe("shipped configuration files", () => {
         listen: "127.0.0.1:8080",
         public_url: "http://127.0.0.1:8080/mcp",
         trusted_proxies: [],
-        max_connections: 8192
+        max_connections: 8192,
+        max_answer_bytes_in_flight: 64 * 1024 * 1024
       })
       expect(config.auth.issuer).toBe("http://127.0.0.1:8080/sso")
       expect(config.storage).toEqual({ type: "sqlite", path: "./data/gateway.db" })

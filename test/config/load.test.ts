@@ -139,6 +139,15 @@ describe("loadConfig rejects bad input with every problem at once", () => {
     expect(problems[0]?.message).toMatch(/^YAML aliases expand too much/)
   })
 
+  it("server.max_answer_bytes_in_flight defaults to 64 MiB and must hold one answer of the per-call maximum (32 MiB)", () => {
+    expect(Either.getOrThrow(parseConfig("test.yaml", yamlOf(), {})).config.server.max_answer_bytes_in_flight).toBe(
+      64 * 1024 * 1024
+    )
+    const problems = problemsOf(yamlOf({ server: { max_answer_bytes_in_flight: 1_000_000 } }))
+    expect(problems.map((problem) => problem.path)).toEqual(["server.max_answer_bytes_in_flight"])
+    expect(problems[0]?.message).toContain("33554432")
+  })
+
   it("unknown keys are reported by name, with their line", () => {
     const problems = problemsOf(
       "server:\n  public_url: https://gw.example.com/mcp\n  lisen: 0.0.0.0:8080\nauth:\n  issuer: https://gw.example.com/sso\n"

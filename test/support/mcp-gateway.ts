@@ -77,8 +77,13 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   const port = listener.port
   const dir = mkdtempSync(join(tmpdir(), "gateway-mcp-"))
   const origin = `http://127.0.0.1:${port}`
-  const document = (patch: Record<string, unknown>) => ({
-    server: { listen: `127.0.0.1:${port}`, public_url: `${origin}${options.publicPath ?? "/mcp"}` },
+  // A patch's `server` keys are added to the listener's own (which the test cannot know beforehand).
+  const document = ({ server, ...patch }: Record<string, unknown>) => ({
+    server: {
+      listen: `127.0.0.1:${port}`,
+      public_url: `${origin}${options.publicPath ?? "/mcp"}`,
+      ...(server as Record<string, unknown> | undefined)
+    },
     auth: { issuer: `${origin}/sso`, ...options.auth },
     storage: { type: "sqlite", path: join(dir, "gateway.db") },
     ...patch

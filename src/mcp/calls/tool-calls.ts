@@ -18,6 +18,7 @@ import { shortText } from "../echo.js"
 import { Backends } from "../upstream/backends.js"
 import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
 import {
+  answerDropped,
   backendFailed,
   backendTimedOut,
   backendUnavailable,
@@ -78,8 +79,12 @@ export interface ToolCallRequest {
 }
 
 export type ToolCallOutcome =
-  /** The backend's result: reserved `_meta` removed, resource URIs exposed; the protocol layer stamps its own. */
-  | { readonly _tag: "Result"; readonly result: Record<string, unknown> }
+  /**
+   * The backend's result: reserved `_meta` removed, resource URIs exposed; the protocol layer stamps its
+   * own. `release`: the memory its answer holds of the gateway-wide budget (docs/operations.md, "Memory
+   * held for backend answers"), to call once the result is written to the caller.
+   */
+  | { readonly _tag: "Result"; readonly result: Record<string, unknown>; readonly release?: () => void }
   /** `fromBackend`: the backend itself answered with this error (it was reached and said no). */
   | { readonly _tag: "Error"; readonly error: JsonRpcErrorObject; readonly fromBackend?: true }
   /** The request itself was cancelled: nobody is left to answer. */
@@ -287,6 +292,24 @@ export const ToolCallsLive = Layer.scoped(
       )
     }
 
+    // An answer refused by the gateway-wide budget: one warning every 30 s at most, whichever the backend
+    // (the budget is one for all), the next one counting the refusals in between.
+    const logAnswerDropped = (backend: string) => {
+      const suppressed = backends.answers.noteRefusal(Date.now())
+      if (suppressed === undefined) return
+      runFork(
+        Effect.logWarning("backend answer dropped: memory budget reached").pipe(
+          Effect.annotateLogs({
+            event: "backend.answer_budget_exceeded",
+            backend,
+            held_bytes: backends.answers.held,
+            limit_bytes: config.server.max_answer_bytes_in_flight,
+            ...(suppressed > 0 ? { refusals_not_logged: suppressed } : {})
+          })
+        )
+      )
+    }
+
     /**
      * Whether the call may go on under a new view: the same decision. An approved write being executed
      * (`approved`) needs approval by its rule, which it has: only a denial stops it.
@@ -388,6 +411,13 @@ export const ToolCallsLive = Layer.scoped(
           const outcome = await sendOnce(slot.channel ?? channel)
           if (!outcome.ok) return { _tag: "Error", error: errorOf(outcome.error), fromBackend: true }
           const result = callResult(outcome.result, namingOf(slot.config), multiRound !== undefined)
+          if (result !== undefined && result !== "input") {
+            return outcome.release === undefined
+              ? { _tag: "Result", result }
+              : { _tag: "Result", result, release: outcome.release }
+          }
+          // Not passed on: nothing of the answer is kept.
+          outcome.release?.()
           if (result === "input") {
             // A 2025-era caller is asked by the gateway, which then sends the backend the retry.
             if (askCaller === undefined || round >= MAX_INPUT_ROUNDS) {
@@ -407,7 +437,6 @@ export const ToolCallsLive = Layer.scoped(
             params = paramsWith({ inputResponses: answers.responses, requestState: outcome.result["requestState"] })
             continue
           }
-          if (result !== undefined) return { _tag: "Result", result }
           backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
           return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
         }
@@ -415,6 +444,10 @@ export const ToolCallsLive = Layer.scoped(
         if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (!(failure instanceof ChannelFailure)) throw failure
         if (failure.reason === "timeout") return error(requestTimeoutCode, backendTimedOut(backendId))
+        if (failure.reason === "over_budget") {
+          logAnswerDropped(backendId)
+          return error(ProtocolErrorCode.InternalError, answerDropped(backendId))
+        }
         if (failure.reason === "failed") {
           if (failure.probe) backends.reportFailure(tool.backend, failure.message)
           return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
@@ -496,7 +529,13 @@ export const ToolCallsLive = Layer.scoped(
       }
       const deep = tooDeepPart(sent)
       if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
-      return tool.paramHeaders.length > 0 ? viaClient(sent, tool, true) : viaChannel(sent, tool, true)
+      // A gateway tool builds its own answer from this one: what the backend's answer held is given back now.
+      const outcome = tool.paramHeaders.length > 0 ? viaClient(sent, tool, true) : viaChannel(sent, tool, true)
+      return outcome.then((done) => {
+        if (done._tag !== "Result" || done.release === undefined) return done
+        done.release()
+        return { _tag: "Result", result: done.result } as const
+      })
     }
 
     const runner: GatewayToolRunner = {

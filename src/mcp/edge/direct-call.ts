@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from "node:http"
+import type { IncomingHttpHeaders, ServerResponse } from "node:http"
 import { CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { Context } from "effect"
 import { isRecord } from "../../json.js"
@@ -137,10 +137,20 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
   if (outcome._tag === "Cancelled") return
   const body = outcome._tag === "Result" ? { result: stamped(outcome.result, call.era) } : { error: outcome.error }
   reply.message(200, { jsonrpc: "2.0", id: call.id, ...body })
+  // What the backend's answer holds of the gateway-wide budget stays counted until the caller has it all
+  // (the serialized answer waits in the socket's buffer meanwhile), or its connection is gone.
+  if (outcome._tag === "Result" && outcome.release !== undefined) whenClosed(reply.response, outcome.release)
 }
 
 const capabilitiesOf = (params: Record<string, unknown>): Record<string, unknown> | undefined => {
   const meta = params["_meta"]
   const declared = isRecord(meta) ? meta[CLIENT_CAPABILITIES_META_KEY] : undefined
   return isRecord(declared) ? declared : undefined
+}
+
+/** Runs `then` (once) when `response` is all handed to the system or its connection is closed — at once if it is. */
+const whenClosed = (response: ServerResponse, then: () => void) => {
+  if (response.writableFinished || response.destroyed) return then()
+  response.once("finish", then)
+  response.once("close", then)
 }

@@ -162,7 +162,11 @@ export const makeServerFactory = (deps: FactoryDeps) => {
             }
           : {})
       })
-      if (outcome._tag === "Result") return outcome.result as CallToolResult
+      if (outcome._tag === "Result") {
+        // The SDK writes the result after this returns, out of sight here: what its answer held is given back now.
+        outcome.release?.()
+        return outcome.result as CallToolResult
+      }
       if (outcome._tag === "Error")
         throw new ProtocolError(outcome.error.code, outcome.error.message, outcome.error.data)
       throw new ProtocolError(ProtocolErrorCode.InternalError, "The call was cancelled.")

@@ -1,9 +1,10 @@
-import { Context, Duration, Effect, Either, Layer, Queue, Runtime } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option, Queue, Runtime } from "effect"
 import { Config } from "../../config/service.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { GatewayTools } from "../catalog/gateway-tools.js"
 import { catalogIdentity } from "../catalog/identity.js"
 import { buildIndex, type CatalogIndex } from "../catalog/index.js"
+import { AnswerBudget, AnswerBudgetTag } from "./answer-budget.js"
 import type { BackendChannel } from "./channel.js"
 import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./connection.js"
 import { type BackendSlot, ReconnectTiming, type Wakeup } from "./slot.js"
@@ -65,6 +66,8 @@ export class Backends extends Context.Tag("gateway/Backends")<
     readonly onIndexChange: (listener: () => void) => void
     /** Catalogs a following generation may inherit (docs/mcp.md, "Backends"). */
     readonly inheritable: () => ReadonlyMap<string, BackendCatalog>
+    /** The process's count of memory held for backend answers, which this generation's calls take from. */
+    readonly answers: AnswerBudget
   }
 >() {}
 
@@ -78,6 +81,9 @@ export const BackendsLive = Layer.scoped(
     // Backend token expiry is measured on the generation's clock (TestClock in tests).
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
+    // The process's one count of answer bytes held (a generation of its own where no base layer gives one).
+    const answers = Option.getOrElse(yield* Effect.serviceOption(AnswerBudgetTag), () => new AnswerBudget())
+    const budget = { answers, limit: config.server.max_answer_bytes_in_flight }
     const slots: Array<BackendSlot> = config.backends.map((backend) => ({
       config: backend,
       identity: catalogIdentity(backend),
@@ -164,7 +170,8 @@ export const BackendsLive = Layer.scoped(
     // The first attempt, for every backend at once; a required backend that fails fails the generation.
     const first = yield* Effect.forEach(
       slots,
-      (slot, at) => Effect.either(connectAndFetch(slot.config, () => Queue.unsafeOffer(wakeups[at]!, "changed"), now)),
+      (slot, at) =>
+        Effect.either(connectAndFetch(slot.config, () => Queue.unsafeOffer(wakeups[at]!, "changed"), now, budget)),
       { concurrency: "unbounded" }
     )
     const failedRequired = slots.filter((slot, at) => slot.config.required && Either.isLeft(first[at]!))
@@ -226,7 +233,7 @@ export const BackendsLive = Layer.scoped(
             }
             attemptedAt = now()
             const result = yield* Effect.either(
-              connectAndFetch(slot.config, () => Queue.unsafeOffer(wake, "changed"), now)
+              connectAndFetch(slot.config, () => Queue.unsafeOffer(wake, "changed"), now, budget)
             )
             attempt = Either.isLeft(result) ? attempt + 1 : 0
             if (Either.isRight(result)) {
@@ -308,7 +315,8 @@ export const BackendsLive = Layer.scoped(
         listeners.add(listener)
       },
       inheritable: () =>
-        new Map(slots.flatMap((slot) => (slot.catalog === undefined ? [] : [[slot.identity, slot.catalog] as const])))
+        new Map(slots.flatMap((slot) => (slot.catalog === undefined ? [] : [[slot.identity, slot.catalog] as const]))),
+      answers
     }
   })
 )

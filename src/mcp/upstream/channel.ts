@@ -5,6 +5,7 @@ import { isRecord } from "../../json.js"
 import { type ClientProfile, noProfile } from "../calls/client-profile.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
+import { type AnswerBudget, handOff, handOffFromBytes } from "./answer-budget.js"
 import type { TokenSource } from "./auth.js"
 import { isLostSession, lostSessionBodyLimit } from "./lost-session.js"
 import { ProfileSessions } from "./profile-sessions.js"
@@ -35,13 +36,24 @@ export interface JsonRpcErrorObject {
 }
 
 export type ChannelAnswer =
-  | { readonly ok: true; readonly result: Record<string, unknown> }
+  | {
+      readonly ok: true
+      readonly result: Record<string, unknown>
+      /**
+       * Gives back what the answer holds of the gateway-wide budget: call it once the result has been
+       * written to the caller (src/mcp/upstream/answer-budget.ts, `handOff`). Absent: nothing is held.
+       */
+      readonly release?: () => void
+    }
   | { readonly ok: false; readonly error: JsonRpcErrorObject }
 
-/** Why a call has no answer: its deadline, the caller's cancellation, or a backend that did not speak JSON-RPC. */
+/**
+ * Why a call has no answer: its deadline, the caller's cancellation, a backend that did not speak
+ * JSON-RPC, or the gateway-wide budget of answers held at once (`over_budget`: the backend is fine).
+ */
 export class ChannelFailure extends Error {
   constructor(
-    readonly reason: "timeout" | "cancelled" | "failed",
+    readonly reason: "timeout" | "cancelled" | "failed" | "over_budget",
     /** Safe to log: never carries credentials or the backend's body. */
     detail: string,
     /**
@@ -123,6 +135,11 @@ export interface ChannelSettings {
   readonly clientInfo: { readonly name: string; readonly version: string }
   /** Largest answer accepted (JSON body, or one SSE event); defaults to `maxBackendAnswer`. */
   readonly maxAnswer?: number
+  /**
+   * The gateway-wide count of answer bytes held (src/mcp/upstream/answer-budget.ts) and this
+   * generation's limit on it (`server.max_answer_bytes_in_flight`); absent: only `maxAnswer` bounds.
+   */
+  readonly budget?: { readonly answers: AnswerBudget; readonly limit: number }
   /** How long a message the gateway sends and needs no answer to may take; defaults to `replyTimeoutMs`. */
   readonly replyTimeoutMs?: number
   /** Connections for those messages; defaults to `maxReplyConnections`. */
@@ -137,10 +154,15 @@ const asObject = (value: unknown): Record<string, unknown> => (isRecord(value) ?
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
   isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
 
-/** The answer's media type; of repeated `Content-Type` headers the first counts, as node:http does. */
+/** Of a repeated header the first counts, as node:http does. */
+const firstHeader = (headers: Record<string, string | string[] | undefined>, name: string) => {
+  const value = headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** The answer's media type. */
 const mediaType = (headers: Record<string, string | string[] | undefined>) => {
-  const value = headers["content-type"]
-  const first = Array.isArray(value) ? value[0] : value
+  const first = firstHeader(headers, "content-type")
   return first === undefined ? "" : first.split(";", 1)[0]!.trim().toLowerCase()
 }
 
@@ -311,6 +333,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       })
       let settled = false
       let requestsAnswered = 0
+      // What this call's answer holds of the gateway-wide budget; given back when the call settles, or —
+      // a large result — once its caller has it (`release` of the answer).
+      const budget = settings.budget
+      const hold = budget?.answers.hold(budget.limit)
       // The attempt in flight (a 401 with renewable credentials starts a second one), and undici's
       // handle on its request, to close it when the call ends early.
       interface Attempt {
@@ -325,9 +351,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           request.abort(new Error("closed by the gateway"))
         }
       }
-      const settle = (then: () => void) => {
+      // `keep`: the answer's bytes stay counted, handed to the caller with the result.
+      const settle = (then: () => void, keep = false) => {
         if (settled) return
         settled = true
+        if (!keep) hold?.release()
         clearTimeout(timer)
         options.signal.removeEventListener("abort", onAbort)
         then()
@@ -341,6 +369,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
           }
           reject(new ChannelFailure(reason, detail, probe, sessionLost))
         })
+      const overBudget = () =>
+        fail("over_budget", "the answers held at once reached server.max_answer_bytes_in_flight", false)
       const timer = setTimeout(() => fail("timeout", "the call's deadline passed"), Math.max(1, options.timeoutMs))
       const onAbort = () => fail("cancelled", "the caller cancelled the call")
       if (options.signal.aborted) return onAbort()
@@ -351,8 +381,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         if (!isRecord(message)) return
         if (message["id"] === id && !("method" in message)) {
           const { result, error } = message
-          if (isRecord(result)) settle(() => resolve({ ok: true, result }))
-          else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
+          if (isRecord(result)) {
+            // A large answer stays counted until the caller has it; a small one is given back now.
+            const keep = hold !== undefined && hold.bytes >= handOffFromBytes
+            settle(() => resolve(keep ? { ok: true, result, release: handOff(hold) } : { ok: true, result }), keep)
+          } else if (isErrorObject(error)) settle(() => resolve({ ok: false, error }))
           else fail("failed", "the backend's answer is not a JSON-RPC response")
           return
         }
@@ -402,6 +435,9 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         const text = new StringDecoder("utf8")
         let received = ""
         let size = 0
+        // Bytes of the answer received, and the length it declared (held from its first byte).
+        let bytes = 0
+        let declared = 0
         let decoder: SseDecoder | undefined
         let linger: ReturnType<typeof setTimeout> | undefined
         let judge: (body: string | undefined) => void = () => {}
@@ -433,6 +469,11 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             }
             if (json) {
               mode = "json"
+              // A declared length is held at once: an answer that cannot fit fails before a byte is read.
+              const length = Number(firstHeader(headers, "content-length") ?? "")
+              declared = Number.isSafeInteger(length) && length > 0 ? length : 0
+              if (declared > maxAnswer) return fail("failed", "the backend's answer is too large")
+              if (hold !== undefined && !hold.to(declared)) return overBudget()
               return
             }
             const detail = `the backend answered HTTP ${status} (${type || "no content type"})`
@@ -460,6 +501,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             if (mode === "ignore" || (settled && mode !== "start")) return
             const piece = text.write(chunk)
             size += piece.length
+            bytes += chunk.length
             if (mode === "start") {
               received += piece
               if (received.length > lostSessionBodyLimit) judge(undefined)
@@ -468,12 +510,15 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             if (decoder === undefined) {
               received += piece
               if (size > maxAnswer) fail("failed", "the backend's answer is too large")
+              else if (hold !== undefined && !hold.to(Math.max(declared, bytes))) overBudget()
               return
             }
             decoder.push(piece)
             if (decoder.pending > maxAnswer) fail("failed", "the backend's event is too large")
             // Answered mid-stream: the rest may follow shortly; a stream kept open is closed after a grace.
             else if (settled) linger = setTimeout(close, streamGraceMs)
+            // What the decoder holds of an event not yet complete.
+            else if (hold !== undefined && !hold.to(decoder.pending)) overBudget()
           },
           onResponseEnd: () => {
             attempt.answered = true

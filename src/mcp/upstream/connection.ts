@@ -4,7 +4,13 @@ import type { BackendConfig } from "../../config/schema.js"
 import { version } from "../../version.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { asAuthProvider, backendRequestAuth } from "./auth.js"
-import { type BackendChannel, type BackendSession, makeBackendChannel } from "./channel.js"
+import {
+  type BackendChannel,
+  type BackendSession,
+  type ChannelSettings,
+  makeBackendChannel,
+  maxBackendAnswer
+} from "./channel.js"
 import { makeBackendFetch } from "./fetch.js"
 
 export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
@@ -30,7 +36,12 @@ const clientInfo = { name: "gateway", version }
  * backend announces a changed tool, prompt or resource list. The channel shares its credentials and
  * negotiated session, and the client's requests go over the channel's connections.
  */
-export const connectBackend = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
+export const connectBackend = (
+  backend: BackendConfig,
+  onListChanged: () => void,
+  now: () => number,
+  budget?: ChannelSettings["budget"]
+) =>
   Effect.tryPromise({
     try: async (signal): Promise<BackendConnection> => {
       const { headers, tokens } = backendRequestAuth(backend, now)
@@ -49,11 +60,18 @@ export const connectBackend = (backend: BackendConfig, onListChanged: () => void
         if (protocolVersion === undefined || era === undefined) return undefined
         return { era, protocolVersion, sessionId: transport.sessionId }
       }
-      const channel = makeBackendChannel({ url: new URL(backend.url), headers, tokens, session, clientInfo })
+      const channel = makeBackendChannel({
+        url: new URL(backend.url),
+        headers,
+        tokens,
+        session,
+        clientInfo,
+        ...(budget === undefined ? {} : { budget })
+      })
       // The client's requests go over the channel's connections: one set per backend.
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
-        fetch: makeBackendFetch(channel),
+        fetch: makeBackendFetch(channel, maxBackendAnswer, budget?.answers),
         ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
       // Closing the client (generation closing, reconnect) also drops the kept-alive connections.
@@ -92,8 +110,13 @@ export const fetchCatalog = (backend: BackendConfig, client: Client) =>
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
   })
 
-export const connectAndFetch = (backend: BackendConfig, onListChanged: () => void, now: () => number) =>
-  Effect.flatMap(connectBackend(backend, onListChanged, now), ({ client, channel, session }) =>
+export const connectAndFetch = (
+  backend: BackendConfig,
+  onListChanged: () => void,
+  now: () => number,
+  budget?: ChannelSettings["budget"]
+) =>
+  Effect.flatMap(connectBackend(backend, onListChanged, now, budget), ({ client, channel, session }) =>
     fetchCatalog(backend, client).pipe(
       Effect.map((catalog) => ({ client, channel, session, catalog })),
       Effect.tapError(() => Effect.promise(() => client.close().catch(() => {})))

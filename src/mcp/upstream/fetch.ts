@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http"
 import { Readable, Transform } from "node:stream"
 import type { Dispatcher } from "undici"
 import { isRecord } from "../../json.js"
+import type { AnswerBudget, AnswerHold } from "./answer-budget.js"
 import { type BackendChannel, maxBackendAnswer } from "./channel.js"
 
 /**
@@ -48,10 +49,16 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
 
 /**
  * `maxAnswer`: the largest JSON answer, read whole, and the largest event of an SSE answer, which is
- * streamed; as the channel's limit.
+ * streamed; as the channel's limit. `answers`: the gateway-wide count of answer bytes held
+ * (src/mcp/upstream/answer-budget.ts), which what this path reads is added to while it is read, and
+ * never refused by: a catalog page refused would make the worker take the backend for down.
  */
 export const makeBackendFetch =
-  (channel: Pick<BackendChannel, "connections" | "forget">, maxAnswer: number = maxBackendAnswer): BackendFetch =>
+  (
+    channel: Pick<BackendChannel, "connections" | "forget">,
+    maxAnswer: number = maxBackendAnswer,
+    answers?: AnswerBudget
+  ): BackendFetch =>
   async (url, init = {}) => {
     const target = url instanceof URL ? url : new URL(url)
     if (target.protocol !== "http:" && target.protocol !== "https:") {
@@ -88,11 +95,13 @@ export const makeBackendFetch =
       // likes: past `maxStreamEventsPerSecond` it is closed (the MCP client opens it again, later).
       const rate = init.method === "GET" ? maxStreamEventsPerSecond : undefined
       return new Response(
-        Readable.toWeb(boundedEvents(answer.body, maxAnswer, rate)) as ReadableStream<Uint8Array>,
+        Readable.toWeb(
+          boundedEvents(answer.body, maxAnswer, rate, answers?.hold(Number.POSITIVE_INFINITY))
+        ) as ReadableStream<Uint8Array>,
         head
       )
     }
-    return new Response(await wholeBody(answer.body, maxAnswer), head)
+    return new Response(await wholeBody(answer.body, maxAnswer, answers?.hold(Number.POSITIVE_INFINITY)), head)
   }
 
 /** Whether `body` is a JSON-RPC response (an answer to the backend's request), not a request or notification. */
@@ -111,19 +120,24 @@ const discard = (body: Dispatcher.ResponseData["body"]) => {
   body.destroy()
 }
 
-/** A body read whole, refused (and its connection closed) past `limit` bytes. */
-const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number): Promise<Buffer> => {
+/** A body read whole, refused (and its connection closed) past `limit` bytes; counted in `hold` while it is read. */
+const wholeBody = async (body: Dispatcher.ResponseData["body"], limit: number, hold?: AnswerHold): Promise<Buffer> => {
   const chunks: Array<Buffer> = []
   let size = 0
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length
-    if (size > limit) {
-      discard(body)
-      throw new TypeError(`backend fetch: the backend's answer is larger than ${limit} bytes`)
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length
+      if (size > limit) {
+        discard(body)
+        throw new TypeError(`backend fetch: the backend's answer is larger than ${limit} bytes`)
+      }
+      hold?.to(size)
+      chunks.push(chunk as Buffer)
     }
-    chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks)
+  } finally {
+    hold?.release()
   }
-  return Buffer.concat(chunks)
 }
 
 /** Events a second a backend's standing stream may carry; more closes it. */
@@ -144,9 +158,14 @@ const eventEnd = Buffer.from("\n\n")
  * An SSE body as it streams to the MCP client, with its line ends made LF (CRLF and a lone CR, as SSE
  * allows them: the client's parser slows to a crawl on CRs in long chunks), cut — and its connection
  * closed — as soon as one event grows past `limit` bytes, as the channel refuses it: the client would
- * otherwise hold an endless event.
+ * otherwise hold an endless event. The event being received is counted in `hold` until it ends.
  */
-const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number, perSecond?: number): Readable => {
+const boundedEvents = (
+  body: Dispatcher.ResponseData["body"],
+  limit: number,
+  perSecond?: number,
+  hold?: AnswerHold
+): Readable => {
   let sinceEnd = 0
   // Events counted in the current second (only when `perSecond` is given).
   let second = 0
@@ -186,6 +205,7 @@ const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number, per
         discard(body)
         return done(new TypeError(`backend fetch: an event of the backend's stream is larger than ${limit} bytes`))
       }
+      hold?.to(sinceEnd)
       if (perSecond !== undefined) {
         const now = Math.floor(Date.now() / 1000)
         if (now !== second) {
@@ -203,6 +223,7 @@ const boundedEvents = (body: Dispatcher.ResponseData["body"], limit: number, per
   })
   body.on("error", (error) => bounded.destroy(error))
   bounded.on("close", () => {
+    hold?.release()
     if (!body.destroyed) discard(body)
   })
   return body.pipe(bounded)

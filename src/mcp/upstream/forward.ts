@@ -14,6 +14,9 @@ export const requestTimeoutCode = -32001
 export const backendUnavailable = (id: string) => `Backend "${id}" is unavailable.`
 export const backendTimedOut = (id: string) => `Backend "${id}" did not answer in time; the call was cancelled.`
 export const backendFailed = (id: string) => `Backend "${id}" failed to answer.`
+/** The gateway-wide budget of answers held at once (`server.max_answer_bytes_in_flight`) refused this one. */
+export const answerDropped = (id: string) =>
+  `Backend "${id}"'s answer was dropped: the gateway is holding as many large answers as it may at once. The call may have run; try again shortly.`
 export const methodNotServed = (id: string) => `Method not found: backend "${id}" does not serve it.`
 export const inputNotRelayed = (id: string) => `Backend "${id}" asked for more input, which the gateway does not relay.`
 

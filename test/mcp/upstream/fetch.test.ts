@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sdkRequestHeaders } from "../../../src/mcp/edge/post.js"
+import { AnswerBudget } from "../../../src/mcp/upstream/answer-budget.js"
 import { makeBackendChannel } from "../../../src/mcp/upstream/channel.js"
 import { makeBackendFetch } from "../../../src/mcp/upstream/fetch.js"
 
@@ -74,7 +75,7 @@ const routes: Record<string, (response: ServerResponse) => void> = {
 }
 
 /** A backend channel on the test server, and the MCP client's fetch over its connections. */
-const opened = (maxAnswer?: number) => {
+const opened = (maxAnswer?: number, answers?: AnswerBudget) => {
   const channel = makeBackendChannel({
     url: new URL(`${base}/rpc`),
     headers: {},
@@ -82,7 +83,7 @@ const opened = (maxAnswer?: number) => {
     session: () => ({ era: "legacy", protocolVersion: "2025-11-25", sessionId: undefined }),
     clientInfo: { name: "gateway", version: "test" }
   })
-  return { fetch: makeBackendFetch(channel, maxAnswer), channel, close: () => channel.close() }
+  return { fetch: makeBackendFetch(channel, maxAnswer, answers), channel, close: () => channel.close() }
 }
 
 beforeAll(async () => {
@@ -182,6 +183,25 @@ describe("backend fetch", () => {
     await expect.poll(() => sockets.size).toBe(0)
     const many = await (await fetch(`${base}/many-events`, { method: "POST", body: "{}" })).text()
     expect(many.match(/event: message/g)).toHaveLength(20)
+    close()
+  })
+
+  it("counts what it reads in the gateway-wide answer budget while it reads it, never refusing, and gives it all back", async () => {
+    const answers = new AnswerBudget()
+    // A budget already full for the channel's calls: this path counts, it does not refuse.
+    const full = answers.hold(1)
+    expect(full.to(1)).toBe(true)
+    const { fetch, close } = opened(1024 * 1024, answers)
+    expect(await (await fetch(`${base}/json`, { method: "POST", body: "{}" })).json()).toEqual({ ok: true })
+    expect(answers.held).toBe(1)
+    // An event still being received is held until the stream closes.
+    const endless = await fetch(`${base}/endless-event`, { method: "POST", body: "{}" })
+    const reader = endless.body!.getReader()
+    await reader.read()
+    await expect.poll(() => answers.held, { timeout: 2_000 }).toBeGreaterThan(1_000)
+    await reader.cancel()
+    await expect.poll(() => answers.held).toBe(1)
+    full.release()
     close()
   })
 
