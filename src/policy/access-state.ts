@@ -132,7 +132,11 @@ export const AccessStateLive = Layer.scoped(
     /** A group changed: reloaded before the groups are read next; the grants that read it dropped. */
     const markGroup = (groupId: string) => {
       dirty.set(groupId, epoch)
-      for (const userId of [...(dependents.get(groupId) ?? [])]) forgetGrant(userId)
+      // Its members, and the members of the organization groups it is mapped from (whatever the
+      // index lists as mapped): enabling, disabling or re-permissioning it reaches them too.
+      for (const read of [groupId, ...(groupRows?.get(groupId)?.source_groups ?? [])]) {
+        for (const userId of [...(dependents.get(read) ?? [])]) forgetGrant(userId)
+      }
     }
     const forgetAllGroups = () => {
       groupRows = undefined

@@ -111,7 +111,7 @@ describe.each(storeKinds)("the in-memory policy after a write (%s)", (kind) => {
   )
 
   it.scoped(
-    "a permission group newly mapped from an organization group reaches its members at once, and unmapped leaves them",
+    "a permission group newly mapped from an organization group reaches its members at once; disabled, enabled and unmapped, likewise",
     () =>
       Effect.gen(function* () {
         const writes = yield* PolicyWrites
@@ -137,7 +137,11 @@ describe.each(storeKinds)("the in-memory policy after a write (%s)", (kind) => {
           sourceGroups: [sales.id]
         })
         expect(yield* toolsOf(person.id)).toEqual(["update"])
-        yield* writes.updateGroup(testActor, mapped, 1, { sourceGroups: [] })
+        yield* writes.updateGroup(testActor, mapped, 1, { enabled: false })
+        expect(yield* toolsOf(person.id)).toEqual([])
+        yield* writes.updateGroup(testActor, mapped, 2, { enabled: true })
+        expect(yield* toolsOf(person.id)).toEqual(["update"])
+        yield* writes.updateGroup(testActor, mapped, 3, { sourceGroups: [] })
         expect(yield* toolsOf(person.id)).toEqual([])
       }).pipe(Effect.provide(policyLayer(kind)))
   )

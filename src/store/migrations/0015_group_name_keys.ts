@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { securityEvent } from "../../events/security-log.js"
 import { groupNameKey } from "../../policy/group-name.js"
 
 const Rows = Schema.Array(
@@ -23,7 +24,7 @@ const sortable = (at: string | Date) => (typeof at === "string" ? new Date(at) :
  * The key is backfilled for existing permission groups. Where existing names already read alike, the
  * oldest group (`created_at`, then `id`) keeps its name; every later one is renamed to
  * `<name> (duplicate <id>)` — unique, because ids are — with its revision raised and an audit event
- * `identity.group_renamed` (no actor) naming both groups (docs/decisions.md, "Group names that read alike").
+ * `identity.group_renamed` (no actor; and its log line) naming both groups (docs/decisions.md, "Group names that read alike").
  * Organization groups and departments keep `name_key` NULL: their names are the identity provider's.
  */
 export default Effect.gen(function* () {
@@ -64,6 +65,13 @@ export default Effect.gen(function* () {
       }),
       request_id: null
     })}`
+    yield* securityEvent("identity.group_renamed", {
+      actor: null,
+      target_kind: "group",
+      target_id: row.id,
+      name: { before: row.name, after: name },
+      reads_like: owner
+    })
     renamed += 1
   }
   if (renamed > 0) yield* sql`UPDATE policy_version SET version = version + 1 WHERE id = 1`
