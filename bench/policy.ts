@@ -284,7 +284,7 @@ const writesTable = async (): Promise<Table> => {
     rows,
     notes: [
       "Each large group: 256 access entries × 4 resource rules × 12 allowed values (about 200 KB of JSON as stored). Baseline: the same writes on a fresh store (the built-in Administrators group and the bench administrator's group) in the same run.",
-      "Small writes alternate: create an empty permission group, and `PUT {enabled}` on a small group (If-Match). `/healthz` is asked every 5 ms while 20 such writes run one after another."
+      "Small writes alternate: create an empty permission group, and `PUT {enabled}` on a small group (If-Match). `/healthz` is asked every 2 ms while 20 such writes run one after another."
     ]
   }
 }
