@@ -6,7 +6,13 @@
  */
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { encodePermissions, Permissions, PermissionsFromJson } from "../../src/policy/permissions.js"
+import {
+  AccessEntry,
+  encodePermissions,
+  Permissions,
+  PermissionsFromJson,
+  ResourceRule
+} from "../../src/policy/permissions.js"
 import { readStoredPermissions, StoredPermissions } from "../../src/policy/stored-permissions.js"
 
 const written = encodePermissions(
@@ -31,6 +37,14 @@ describe("reading a stored permission object", () => {
   it("reads what the gateway wrote exactly as the full schema decodes it", () => {
     expect(readStoredPermissions(written)).toEqual(Schema.decodeUnknownSync(PermissionsFromJson)(written))
     expect(Schema.decodeUnknownSync(StoredPermissions)(written)).toEqual(readStoredPermissions(written))
+  })
+
+  it("reads every field the permission object has: a field added to the schema must be read back too", () => {
+    const read = readStoredPermissions(written)
+    const keys = (value: object) => Object.keys(value).sort()
+    expect(keys(read)).toEqual(keys(Permissions.fields))
+    expect(keys(read.access[0]!)).toEqual(keys(AccessEntry.fields))
+    expect(keys(read.access[0]!.resource_rules[0]!)).toEqual(keys(ResourceRule.fields))
   })
 
   it("fills in the defaults of fields a row leaves out", () => {
