@@ -66,6 +66,8 @@ export class AccessState extends Context.Tag("gateway/AccessState")<
   }
 >() {}
 
+const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
 /** Lets other work run between two slices of a long load. */
 const nextTurn = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
@@ -149,21 +151,7 @@ export const AccessStateLive = Layer.scoped(
     // In the order the groups were always listed (kind, name, id): the order of a grant's sources.
     const indexOf = (rows: ReadonlyMap<string, GroupRow>) =>
       indexGroups(
-        [...rows.values()].sort((a, b) =>
-          a.kind !== b.kind
-            ? a.kind < b.kind
-              ? -1
-              : 1
-            : a.name !== b.name
-              ? a.name < b.name
-                ? -1
-                : 1
-              : a.id < b.id
-                ? -1
-                : a.id > b.id
-                  ? 1
-                  : 0
-        )
+        [...rows.values()].sort((a, b) => order(a.kind, b.kind) || order(a.name, b.name) || order(a.id, b.id))
       )
 
     /** Every group, a slice at a time; kept unless a change of all groups overtook it. */
