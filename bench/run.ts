@@ -55,8 +55,8 @@ for (const suite of selected) {
   try {
     const loaded = await suite.load()
     if (loaded.name !== suite.name) throw new Error(`bench/${suite.name}.ts exports the name "${loaded.name}"`)
-    const table = await loaded.run()
-    process.stdout.write(`\n${formatTable(table)}\n`)
+    const tables = await loaded.run()
+    for (const table of Array.isArray(tables) ? tables : [tables]) process.stdout.write(`\n${formatTable(table)}\n`)
   } catch (error) {
     failed = true
     const message = error instanceof Error ? error.message : String(error)

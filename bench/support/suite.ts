@@ -4,5 +4,6 @@ import type { Table } from "./table.js"
 export interface Suite {
   /** Short id, used to pick suites: `npm run bench -- <name> …`. */
   readonly name: string
-  readonly run: () => Promise<Table>
+  /** One table, or several when the suite measures more than one thing. */
+  readonly run: () => Promise<Table | ReadonlyArray<Table>>
 }

@@ -81,20 +81,20 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
     const state = yield* AccessState
     const backends = yield* Backends
 
-    const groupById = Effect.map(groups.list, (rows) => new Map(rows.map((group) => [group.id, group])))
-
+    // The names of this user's groups only: reading every group would decode every permission object.
     const userRecordOf = (id: string) =>
       Effect.gen(function* () {
         const user = Option.getOrThrow(yield* users.findById(id))
-        return userRecord(user, yield* memberships.forUser(id), yield* groupById)
+        const rows = yield* memberships.forUser(id)
+        const names = yield* groups.namesOf(rows.map((row) => row.group_id))
+        return userRecord(user, rows, new Map([...names].map(([groupId, name]) => [groupId, { name }])))
       })
 
     const groupRecordOf = (id: string) =>
       Effect.gen(function* () {
         const group = yield* groups.find(id)
         if (group === undefined) return yield* apiError(404, "not_found", `No group "${id}".`)
-        const counts = yield* memberships.countByGroup
-        return groupRecord(group, counts.get(id) ?? 0)
+        return groupRecord(group, yield* memberships.countOf(id))
       })
 
     /** If-Match, then the body: a write must say which revision it read before its body is judged. */

@@ -7,7 +7,7 @@ import type { GroupRecord, UserRecord } from "./schemas.js"
 export const userRecord = (
   user: UserRow,
   memberships: ReadonlyArray<MembershipRow>,
-  groups: ReadonlyMap<string, GroupRow>
+  groups: ReadonlyMap<string, { readonly name: string }>
 ): UserRecord => ({
   id: user.id,
   type: "user",

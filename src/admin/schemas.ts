@@ -1,6 +1,6 @@
 import { Schema } from "effect"
+import { groupNameProblem } from "../policy/group-name.js"
 import { Permissions, Role } from "../policy/permissions.js"
-import { hasControlCharacter } from "../text.js"
 
 /**
  * The Management API's documents (docs/management-api.md): what reads return and writes accept. Bodies
@@ -100,8 +100,9 @@ export const IdentityUpdateBody = Schema.Union(UserUpdateBody, GroupIdentityBody
 const GroupName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(200, { message: () => "must be at most 200 characters" }),
-  // A name is shown in pages, logs and listings: no line breaks, no terminal escapes.
-  Schema.filter((name) => !hasControlCharacter(name), { message: () => "must not contain control characters" })
+  // A name is shown in pages, logs and listings: no line breaks, no terminal escapes, nothing invisible
+  // or direction-changing, no whitespace at either end (src/policy/group-name.ts).
+  Schema.filter((name) => groupNameProblem(name) ?? true)
 )
 
 /** `POST /api/v1/identities/groups`: a new independent permission group. */

@@ -3,7 +3,7 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effec
 import type { Caller } from "../bearer/caller.js"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
-import { GroupRepo } from "../store/groups.js"
+import { GROUP_SLICE, GroupRepo, type GroupRow } from "../store/groups.js"
 import { MembershipRepo } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { UserRepo } from "../store/users.js"
@@ -23,7 +23,12 @@ export class AccessSettingsTag extends Context.Tag("gateway/AccessSettings")<Acc
 /** What a write changed, so the state drops exactly what it derived from it. */
 export interface PolicyChange {
   readonly users?: ReadonlyArray<string>
-  readonly groups?: boolean
+  /**
+   * Groups whose stored row was created or changed — reloaded alone, and the grants that read them
+   * dropped — or `true`: every group (reloaded whole, a slice at a time, every grant dropped). A
+   * permission group's change lists the organization groups it is newly mapped from as well.
+   */
+  readonly groups?: true | ReadonlyArray<string>
   /** The `policy_version` the write committed (absent: unknown, everything is reloaded). */
   readonly version?: number
 }
@@ -37,6 +42,12 @@ export interface PolicyChange {
  * derived entries before the writer answers, so the next request already sees the change; writes by
  * another process (`gateway init-admin`) are noticed through `policy_version` within `POLL_INTERVAL`.
  * A load that an invalidation overtook is not kept, so a stale entry can never hide a change.
+ *
+ * A write costs what it changed (docs/decisions.md, "Policy writes cost what they change"): a changed
+ * group is marked and reloaded alone before the next read of the groups, and only the grants that read
+ * it (its members', and those of the members of the organization groups mapped onto it) are dropped.
+ * Loading every group — at start, after a write by another process — reads them a slice at a time,
+ * the event loop free between slices.
  */
 export class AccessState extends Context.Tag("gateway/AccessState")<
   AccessState,
@@ -55,6 +66,14 @@ export class AccessState extends Context.Tag("gateway/AccessState")<
   }
 >() {}
 
+const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** Lets other work run between two slices of a long load. */
+const nextTurn = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** How often a running gateway looks for policy writes made by another process. */
 export const POLL_INTERVAL = Duration.seconds(5)
 const MAX_USERS = 50_000
@@ -71,22 +90,131 @@ export const AccessStateLive = Layer.scoped(
     const versions = yield* PolicyVersionRepo
 
     let epoch = 0
+    /** Every group as last read; undefined: to be loaded whole. The index is derived from it. */
+    let groupRows: ReadonlyMap<string, GroupRow> | undefined
     let groupIndex: GroupIndex | undefined
+    /** Raised by every change of all groups: a whole load it overtook is not kept. */
+    let wholeGeneration = 0
+    /** Groups changed since they were read → the epoch of their latest change. */
+    const dirty = new Map<string, number>()
     const grants = new Map<string, Grant>()
+    /** Group id → the users whose kept grant read it; and user → the groups it read. */
+    const dependents = new Map<string, Set<string>>()
+    const readsOf = new Map<string, ReadonlyArray<string>>()
     /** External subjects already resolved to a user id (external mode). */
     const externalIds = new Map<string, string>()
     const listeners = new Set<() => void>()
     let seenVersion = yield* versions.current
 
-    const loadGroups = Effect.suspend(() => {
+    const forgetGrant = (userId: string) => {
+      grants.delete(userId)
+      for (const groupId of readsOf.get(userId) ?? []) {
+        const users = dependents.get(groupId)
+        users?.delete(userId)
+        if (users?.size === 0) dependents.delete(groupId)
+      }
+      readsOf.delete(userId)
+    }
+    const forgetAllGrants = () => {
+      grants.clear()
+      dependents.clear()
+      readsOf.clear()
+    }
+    const keepGrant = (userId: string, grant: Grant, reads: ReadonlyArray<string>) => {
+      if (grants.size >= MAX_USERS) forgetAllGrants()
+      forgetGrant(userId)
+      grants.set(userId, grant)
+      readsOf.set(userId, reads)
+      for (const groupId of reads) {
+        const users = dependents.get(groupId)
+        if (users === undefined) dependents.set(groupId, new Set([userId]))
+        else users.add(userId)
+      }
+    }
+    /** A group changed: reloaded before the groups are read next; the grants that read it dropped. */
+    const markGroup = (groupId: string) => {
+      dirty.set(groupId, epoch)
+      // Its members, and the members of the organization groups it is mapped from (whatever the
+      // index lists as mapped): enabling, disabling or re-permissioning it reaches them too.
+      for (const read of [groupId, ...(groupRows?.get(groupId)?.source_groups ?? [])]) {
+        for (const userId of [...(dependents.get(read) ?? [])]) forgetGrant(userId)
+      }
+    }
+    const forgetAllGroups = () => {
+      groupRows = undefined
+      groupIndex = undefined
+      dirty.clear()
+      wholeGeneration += 1
+      forgetAllGrants()
+    }
+
+    // In the order the groups were always listed (kind, name, id): the order of a grant's sources.
+    const indexOf = (rows: ReadonlyMap<string, GroupRow>) =>
+      indexGroups(
+        [...rows.values()].sort((a, b) => order(a.kind, b.kind) || order(a.name, b.name) || order(a.id, b.id))
+      )
+
+    /** Every group, a slice at a time; kept unless a change of all groups overtook it. */
+    const loadWhole = Effect.gen(function* () {
       const started = epoch
-      return Effect.map(groupRepo.list, (rows) => {
-        const index = indexGroups(rows)
-        if (epoch === started) groupIndex = index
-        return index
-      })
+      const generation = wholeGeneration
+      const rows = new Map<string, GroupRow>()
+      for (let after = ""; ; ) {
+        const slice = yield* groupRepo.slice(after)
+        for (const row of slice) rows.set(row.id, row)
+        if (slice.length < GROUP_SLICE) break
+        after = slice[slice.length - 1]!.id
+        yield* nextTurn
+      }
+      const index = indexOf(rows)
+      if (generation !== wholeGeneration) return { index, kept: false }
+      groupRows = rows
+      groupIndex = index
+      // Changes before the load began are in what it read; later ones stay marked, read again next.
+      for (const [groupId, changedAt] of dirty) if (changedAt <= started) dirty.delete(groupId)
+      return { index, kept: true }
     })
-    const groups = Effect.suspend(() => (groupIndex === undefined ? loadGroups : Effect.succeed(groupIndex)))
+
+    /** The marked groups read again (one query), unless marked again meanwhile. */
+    const refreshMarked = Effect.gen(function* () {
+      const marks = new Map(dirty)
+      const generation = wholeGeneration
+      const rows = new Map((yield* groupRepo.findMany([...marks.keys()])).map((row) => [row.id, row]))
+      if (groupRows === undefined || generation !== wholeGeneration) return
+      const next = new Map(groupRows)
+      for (const [groupId, changedAt] of marks) {
+        if (dirty.get(groupId) !== changedAt) continue
+        const row = rows.get(groupId)
+        if (row === undefined) next.delete(groupId)
+        else next.set(groupId, row)
+        dirty.delete(groupId)
+      }
+      groupRows = next
+      groupIndex = indexOf(next)
+    })
+
+    const groups: Effect.Effect<GroupIndex> = Effect.gen(function* () {
+      for (let attempt = 1; ; attempt++) {
+        if (groupRows === undefined || groupIndex === undefined) {
+          const { index, kept } = yield* loadWhole
+          // Overtaken again and again by changes of every group: answer with what was read (as of now).
+          if (!kept && attempt >= 3) return index
+          continue
+        }
+        if (dirty.size === 0 || attempt > 3) return groupIndex
+        yield* refreshMarked
+      }
+    })
+
+    /** The groups `grant` read: its memberships' groups and the permission groups mapped onto them. */
+    const readsOfGrant = (rows: ReadonlyArray<{ readonly group_id: string }>, index: GroupIndex) => {
+      const reads = new Set<string>()
+      for (const row of rows) {
+        reads.add(row.group_id)
+        for (const mapped of index.mappedBy.get(row.group_id) ?? []) reads.add(mapped.id)
+      }
+      return [...reads]
+    }
 
     const loadGrant = (userId: string) =>
       Effect.gen(function* () {
@@ -96,10 +224,7 @@ export const AccessStateLive = Layer.scoped(
         const rows = yield* memberships.forUser(userId)
         const index = yield* groups
         const grant = buildGrant(user.value, rows, index, settings)
-        if (epoch === started) {
-          if (grants.size >= MAX_USERS) grants.clear()
-          grants.set(userId, grant)
-        }
+        if (epoch === started) keepGrant(userId, grant, readsOfGrant(rows, index))
         return grant
       })
 
@@ -170,18 +295,15 @@ export const AccessStateLive = Layer.scoped(
       Effect.sync(() => {
         epoch += 1
         const everything = change.version === undefined
-        if (everything || change.groups === true) {
-          groupIndex = undefined
-          grants.clear()
-        }
+        if (everything || change.groups === true) forgetAllGroups()
+        else for (const id of change.groups ?? []) markGroup(id)
         if (everything) externalIds.clear()
-        for (const id of change.users ?? []) grants.delete(id)
+        for (const id of change.users ?? []) forgetGrant(id)
         if (change.version !== undefined && change.version > seenVersion) {
           // A version this process did not write lies between: another process changed something
           // the poll has not seen yet, and moving past it would hide that change for good.
           if (change.version !== seenVersion + 1) {
-            groupIndex = undefined
-            grants.clear()
+            forgetAllGroups()
             externalIds.clear()
           }
           seenVersion = change.version

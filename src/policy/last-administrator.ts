@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { PermissionsFromJson } from "./permissions.js"
 import { refuse } from "./refusal.js"
+import { StoredPermissions } from "./stored-permissions.js"
 
-const Row = Schema.Struct({ user_id: Schema.String, permissions: Schema.NullOr(PermissionsFromJson) })
+const Row = Schema.Struct({ user_id: Schema.String, permissions: Schema.NullOr(StoredPermissions) })
 
 /**
  * The local administrators that remain: enabled local accounts (the built-in administrator and other

@@ -10,6 +10,7 @@ import { SessionRepo } from "../store/sessions.js"
 import { UserRepo, type UserRow, type UserStatus } from "../store/users.js"
 import { AccessState, type PolicyChange } from "./access-state.js"
 import { createEnterpriseUser, userCreatedFields } from "./enterprise-user.js"
+import { groupNameProblem } from "./group-name.js"
 import { keepingLocalAdministrator } from "./last-administrator.js"
 import type { Permissions } from "./permissions.js"
 import { type PolicyRefused, refuse } from "./refusal.js"
@@ -207,12 +208,25 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
         )
       })
 
+    const nameTaken = (name: string, existing: { readonly name: string }) =>
+      refuse(
+        "name_taken",
+        existing.name === name
+          ? `A permission group named "${name}" already exists.`
+          : `A permission group named "${existing.name}" already exists; "${name}" reads the same (names are compared ignoring case and Unicode normalization).`
+      )
+
+    /**
+     * A permission group name may be written (docs/access-policy.md, "Group names"): no invisible or
+     * direction-changing characters, and no other permission group whose name reads alike — one
+     * lookup in the unique index on the name's key, however many groups there are.
+     */
     const nameFree = (name: string, except: string | undefined) =>
       Effect.gen(function* () {
-        const taken = (yield* groups.list).some(
-          (group) => group.kind === "permission" && group.name === name && group.id !== except
-        )
-        if (taken) return yield* refuse("name_taken", `A permission group named "${name}" already exists.`)
+        const problem = groupNameProblem(name)
+        if (problem !== undefined) return yield* refuse("invalid_request", `name: ${problem}`)
+        const existing = yield* groups.permissionGroupNamedLike(name, except)
+        if (existing !== undefined) return yield* nameTaken(name, existing)
       })
 
     const updateUser = Effect.fn("PolicyWrites.updateUser")(function* (
@@ -297,13 +311,15 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
           yield* checkSources(actor, create.sourceGroups, [])
           const at = new Date(yield* Clock.currentTimeMillis)
           const id = yield* groups.insertPermissionGroup({ ...create, at })
+          // Only a concurrent writer outside the policy transaction's serialization could get here.
+          if (id === undefined) return yield* nameTaken(create.name, { name: create.name })
           const event = yield* record(actor, "identity.group_created", "group", id, {
             name: create.name,
             enabled: create.enabled,
             permissions: create.permissions,
             source_groups: create.sourceGroups
           })
-          return { value: id, change: { groups: true }, event }
+          return { value: id, change: { groups: [id, ...create.sourceGroups] }, event }
         })
       )
     })
@@ -333,7 +349,9 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
             ...changed("source_groups", group.source_groups, update.sourceGroups),
             revision: written.revision
           })
-          return { value: written.revision, change: { groups: true }, event }
+          // The group, and the organization groups it is now mapped from (those it was mapped from
+          // are known to the in-memory policy already).
+          return { value: written.revision, change: { groups: [id, ...(update.sourceGroups ?? [])] }, event }
         })
       )
     })
@@ -427,7 +445,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
           // there (docs/directory.md): sign-in neither changes them nor counts as verifying them, and
           // someone the directory has not listed yet is inactive.
           const directoryMode = (yield* directory.version(identity.namespace)) !== undefined
-          let groupCount = 0
+          let touchedGroups: ReadonlyArray<string> = []
           if (directoryMode) {
             if (Option.isNone(found)) yield* users.setUpstreamState(id, { directoryActive: false })
           } else {
@@ -438,14 +456,15 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
               identity.departments,
               at
             )
-            groupCount = groupIds.length + departmentIds.length
+            // Created or renamed by this sign-in: the in-memory policy reloads just these.
+            touchedGroups = [...groupIds, ...departmentIds]
             yield* memberships.replace(id, "claims", [...groupIds, ...departmentIds], at)
             yield* users.setUpstreamState(id, { verifiedAt: at })
           }
           const user = yield* users.findById(id)
           return {
             value: Option.getOrThrow(user),
-            change: { users: [id], groups: groupCount > 0 },
+            change: { users: [id], ...(touchedGroups.length > 0 ? { groups: touchedGroups } : {}) },
             ...(event === undefined ? {} : { event })
           }
         })

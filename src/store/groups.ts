@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { encodePermissions, type Permissions, PermissionsFromJson } from "../policy/permissions.js"
+import { groupNameKey } from "../policy/group-name.js"
+import { encodePermissions, type Permissions } from "../policy/permissions.js"
+import { StoredPermissions } from "../policy/stored-permissions.js"
 import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 import type { ConditionalWrite } from "./users.js"
@@ -23,7 +25,7 @@ const GroupColumns = Schema.Struct({
   managed_locally: StoredBoolean,
   builtin: Schema.NullOr(Schema.String),
   enabled: StoredBoolean,
-  permissions: Schema.NullOr(PermissionsFromJson),
+  permissions: Schema.NullOr(StoredPermissions),
   revision: StoredRevision,
   created_at: StoredTimestamp,
   updated_at: StoredTimestamp
@@ -57,6 +59,11 @@ export interface OrganizationGroup {
 }
 
 const RevisionRow = Schema.Array(Schema.Struct({ revision: StoredRevision }))
+const IdRows = Schema.Array(Schema.Struct({ id: Schema.String }))
+const NameRows = Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
+
+/** Groups read per query when every group is loaded a slice at a time (`slice`). */
+export const GROUP_SLICE = 16
 
 /** The stored row of a new organization group or department: never managed locally, no permissions. */
 export const organizationGroupRow = (
@@ -113,13 +120,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
     /** Every group, sources attached. Groups are few (thousands): the policy state holds them all. */
     const list = Effect.gen(function* () {
       const [columns, sources] = yield* Effect.all([allColumns(undefined), allSources(undefined)])
-      const byGroup = new Map<string, Array<string>>()
-      for (const row of sources) {
-        const list = byGroup.get(row.group_id)
-        if (list === undefined) byGroup.set(row.group_id, [row.source_group_id])
-        else list.push(row.source_group_id)
-      }
-      return columns.map((row): GroupRow => ({ ...row, source_groups: byGroup.get(row.id) ?? [] }))
+      return withSources(columns, sources)
     }).pipe(Effect.orDie, Effect.withSpan("GroupRepo.list"))
 
     const find = Effect.fn("GroupRepo.find")(function* (id: string) {
@@ -127,6 +128,72 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       if (row._tag === "None") return undefined
       const sources = yield* sourcesOf(id).pipe(Effect.orDie)
       return { ...row.value, source_groups: sources.map((source) => source.source_group_id) } satisfies GroupRow
+    })
+
+    const withSources = (
+      columns: ReadonlyArray<typeof GroupColumns.Type>,
+      sources: ReadonlyArray<typeof SourceRow.Type>
+    ) => {
+      const byGroup = new Map<string, Array<string>>()
+      for (const row of sources) {
+        const list = byGroup.get(row.group_id)
+        if (list === undefined) byGroup.set(row.group_id, [row.source_group_id])
+        else list.push(row.source_group_id)
+      }
+      return columns.map((row): GroupRow => ({ ...row, source_groups: byGroup.get(row.id) ?? [] }))
+    }
+
+    /** The groups of `ids` that exist, sources attached (a policy change reloads only what it changed). */
+    const findMany = Effect.fn("GroupRepo.findMany")(function* (ids: ReadonlyArray<string>) {
+      if (ids.length === 0) return []
+      const columns = yield* sql`SELECT * FROM groups WHERE ${sql.in("id", ids)} ORDER BY id`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(GroupColumns))),
+        Effect.orDie
+      )
+      const sources = yield* sql`SELECT group_id, source_group_id FROM group_sources
+        WHERE ${sql.in("group_id", ids)} ORDER BY group_id, source_group_id`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(SourceRow))),
+        Effect.orDie
+      )
+      return withSources(columns, sources)
+    })
+
+    /**
+     * The groups after id `after` in id order, at most `limit` (GROUP_SLICE): loading every group a
+     * slice at a time leaves the event loop free between slices (src/policy/access-state.ts).
+     */
+    const slice = Effect.fn("GroupRepo.slice")(function* (after: string, limit: number = GROUP_SLICE) {
+      const ids = yield* sql`SELECT id FROM groups WHERE id > ${after} ORDER BY id LIMIT ${limit}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(IdRows)),
+        Effect.orDie
+      )
+      return yield* findMany(ids.map((row) => row.id))
+    })
+
+    /** Names of the groups of `ids` (what a user record shows of its memberships), without decoding permissions. */
+    const namesOf = Effect.fn("GroupRepo.namesOf")(function* (ids: ReadonlyArray<string>) {
+      if (ids.length === 0) return new Map<string, string>()
+      const rows = yield* sql`SELECT id, name FROM groups WHERE ${sql.in("id", ids)}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(NameRows)),
+        Effect.orDie
+      )
+      return new Map(rows.map((row) => [row.id, row.name]))
+    })
+
+    /**
+     * The permission group whose name reads like `name` (equal `groupNameKey`, docs/access-policy.md,
+     * "Group names"), other than `except`; answered by the unique index on `name_key`.
+     */
+    const permissionGroupNamedLike = Effect.fn("GroupRepo.permissionGroupNamedLike")(function* (
+      name: string,
+      except: string | undefined
+    ) {
+      const rows =
+        yield* sql`SELECT id, name FROM groups WHERE kind = 'permission' AND name_key = ${groupNameKey(name)}`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(NameRows)),
+          Effect.orDie
+        )
+      return rows.find((row) => row.id !== except)
     })
 
     const replaceSources = (id: string, sources: ReadonlyArray<string>) =>
@@ -139,12 +206,17 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
         }
       })
 
+    /**
+     * Inserts a permission group; undefined, and nothing written, when a permission group whose name
+     * reads alike exists (the unique index on `name_key` decides, so two racing creates cannot both win).
+     */
     const insertPermissionGroup = Effect.fn("GroupRepo.insertPermissionGroup")(function* (group: NewPermissionGroup) {
       const id = randomUUID()
       const at = toStoredTimestamp(group.at)
-      yield* sql`INSERT INTO groups ${sql.insert({
+      const inserted = yield* sql`INSERT INTO groups ${sql.insert({
         id,
         name: group.name,
+        name_key: groupNameKey(group.name),
         provider: PERMISSIONS_PROVIDER,
         kind: "permission",
         external_id: null,
@@ -155,7 +227,11 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
         revision: 1,
         created_at: at,
         updated_at: at
-      })}`.pipe(Effect.orDie)
+      })} ON CONFLICT (name_key) WHERE kind = 'permission' DO NOTHING RETURNING id`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(IdRows)),
+        Effect.orDie
+      )
+      if (inserted.length === 0) return undefined
       yield* replaceSources(id, group.sourceGroups).pipe(Effect.orDie)
       return id
     })
@@ -168,15 +244,17 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       at: Date
     ) {
       const name = change.name === undefined ? sql`name` : sql`${change.name}`
+      const nameKey = change.name === undefined ? sql`name_key` : sql`${groupNameKey(change.name)}`
       const enabled = change.enabled === undefined ? sql`enabled` : sql`${toStoredBoolean(change.enabled)}`
       const permissions =
         change.permissions === undefined ? sql`permissions` : sql`${encodePermissions(change.permissions)}`
-      const rows = yield* sql`UPDATE groups SET name = ${name}, enabled = ${enabled}, permissions = ${permissions},
+      const rows =
+        yield* sql`UPDATE groups SET name = ${name}, name_key = ${nameKey}, enabled = ${enabled}, permissions = ${permissions},
         revision = revision + 1, updated_at = ${toStoredTimestamp(at)}
         WHERE id = ${id} AND revision = ${expected} RETURNING revision`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(RevisionRow)),
-        Effect.orDie
-      )
+          Effect.flatMap(Schema.decodeUnknown(RevisionRow)),
+          Effect.orDie
+        )
       const written = rows[0]
       if (written === undefined) {
         const current = yield* oneColumns(id).pipe(Effect.orDie)
@@ -213,6 +291,16 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       return ids
     })
 
-    return { list, find, insertPermissionGroup, updateIfRevision, upsertOrganizationGroups } as const
+    return {
+      list,
+      find,
+      findMany,
+      slice,
+      namesOf,
+      permissionGroupNamedLike,
+      insertPermissionGroup,
+      updateIfRevision,
+      upsertOrganizationGroups
+    } as const
   })
 }) {}

@@ -143,6 +143,16 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return counts as ReadonlyMap<string, number>
     }).pipe(Effect.orDie, Effect.withSpan("MembershipRepo.countByGroup"))
 
+    /** Members of one group: what a written group's record shows, without counting every group's. */
+    const countOf = Effect.fn("MembershipRepo.countOf")(function* (groupId: string) {
+      const local = yield* countRows(
+        sql`SELECT group_id, COUNT(*) AS members FROM memberships
+          WHERE group_id = ${groupId} AND source <> 'directory' GROUP BY group_id`
+      ).pipe(Effect.orDie)
+      const directory = (yield* directoryCountsNow.pipe(Effect.orDie)).find(([id]) => id === groupId)?.[1] ?? 0
+      return (local[0]?.[1] ?? 0) + directory
+    })
+
     /**
      * Replaces the memberships of `userId` owned by `source` with exactly `groupIds`. Directory
      * memberships are written by a snapshot only (src/store/directory.ts).
@@ -171,6 +181,6 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return { added, removed }
     })
 
-    return { forUser, forUsers, countByGroup, replace } as const
+    return { forUser, forUsers, countByGroup, countOf, replace } as const
   })
 }) {}

@@ -14,6 +14,7 @@ import directoryVersions from "./0011_directory_versions.js"
 import approvals from "./0012_approvals.js"
 import directoryMemberships from "./0013_directory_memberships.js"
 import approvalsOpen from "./0014_approvals_open.js"
+import groupNameKeys from "./0015_group_name_keys.js"
 import directoryResetAndRequester from "./0019_directory_reset_and_requester.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
@@ -39,5 +40,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0012_approvals": approvals,
   "0013_directory_memberships": directoryMemberships,
   "0014_approvals_open": approvalsOpen,
+  "0015_group_name_keys": groupNameKeys,
   "0019_directory_reset_and_requester": directoryResetAndRequester
 }
