@@ -6,7 +6,7 @@ import { loadConfig } from "../config/load.js"
 import { CONFIG_KEY_HOW_TO, ConfigKeyError, loadDevConfigKey, parseConfigKey } from "../crypto/config-key.js"
 import { ensureDevelopmentAccess } from "../demo/dev-access.js"
 import { baseLayer } from "../runtime/base.js"
-import type { ExtraRoutes } from "../runtime/generation.js"
+import type { ExtraRoutes } from "../runtime/build-generation.js"
 import { loggerLayer } from "../runtime/logger.js"
 import { supervise } from "../runtime/supervisor.js"
 

@@ -1,7 +1,7 @@
 import { Redacted } from "effect"
 import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUnlessLoopback } from "./address.js"
+import { type Rule, rule, when } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
-import { type Rule, rule, when } from "./rule.js"
 
 /** Local mode binds loopback only: the Management API is for operators on the gateway's own host. */
 export const adminListenAddress = rule("adminListenAddress", ["admin"], ({ admin }) => {

@@ -1,6 +1,6 @@
 import { Duration } from "effect"
+import { type Rule, rule } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
-import { type Rule, rule } from "./rule.js"
 import type { BackendConfig } from "./schema.js"
 
 /**

@@ -2,8 +2,8 @@ import { Redacted } from "effect"
 import { adminResource } from "../admin/resource.js"
 import { registeredRedirectUriProblem } from "../auth/redirect-uri.js"
 import { requireHttps } from "./address.js"
+import { type Rule, rule, when } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
-import { type Rule, rule, when } from "./rule.js"
 import type { ConfigProblem } from "./service.js"
 
 /** Builtin mode: `auth.issuer` must equal the MCP origin plus `/sso` (docs/configuration.md, `auth`). */

@@ -1,8 +1,8 @@
 import { Duration } from "effect"
 import { requireHttpsUnlessLoopback } from "./address.js"
+import { type Rule, rule, when } from "./cross-field-rule.js"
 import { formatPath } from "./path.js"
 import { problem } from "./problem.js"
-import { type Rule, rule, when } from "./rule.js"
 import type { ConfigProblem } from "./service.js"
 
 export const backendIdsUnique = rule("backendIdsUnique", ["backends"], ({ backends }) => {

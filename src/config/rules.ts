@@ -2,13 +2,13 @@ import { adminRules } from "./admin-rules.js"
 import { approvalRules } from "./approval-rules.js"
 import { authRules } from "./auth-rules.js"
 import { backendRules } from "./backend-rules.js"
-import type { Rule } from "./rule.js"
+import type { Rule } from "./cross-field-rule.js"
 import type { GatewayConfig } from "./schema.js"
 import { serverRules } from "./server-rules.js"
 import type { ConfigProblem, ResolvedSecrets } from "./service.js"
 
 export { parseListen } from "./address.js"
-export type { Rule } from "./rule.js"
+export type { Rule } from "./cross-field-rule.js"
 
 /** Every cross-field rule, in the order problems are listed. */
 export const allRules: ReadonlyArray<Rule> = [

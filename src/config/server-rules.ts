@@ -1,7 +1,7 @@
 import { Duration, Redacted } from "effect"
 import { bareEndpoint, parseAddressBlock, parseListen, requireHttpsUnlessLoopback } from "./address.js"
+import { type Rule, rule, when } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
-import { type Rule, rule, when } from "./rule.js"
 
 const listenFormat = "expected host:port (IPv6 as [::1]:8080) with a port from 1 to 65535"
 

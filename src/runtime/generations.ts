@@ -1,7 +1,7 @@
 import type { Context } from "effect"
 import { Duration, Effect, FiberSet, type Scope } from "effect"
 import type { LoadedConfig } from "../config/service.js"
-import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./generation.js"
+import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./build-generation.js"
 import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
 
 /**

@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http"
 import { Data, Duration, Effect } from "effect"
 import { errorBodyText, HttpError } from "../http/error-body.js"
+import type { Generation } from "./build-generation.js"
 import { ConnectionGate, closeIfAnsweredEarly } from "./connection-gate.js"
-import type { Generation } from "./generation.js"
 
 export class ListenError extends Data.TaggedError("ListenError")<{
   readonly address: string

@@ -1,7 +1,7 @@
 /** docs/approvals.md, "Policy": the approval keys of a tool rule are validated at load, each problem named precisely. */
 import { describe, expect, it } from "@effect/vitest"
 import * as approvals from "../../src/config/approval-rules.js"
-import type { Rule } from "../../src/config/rule.js"
+import type { Rule } from "../../src/config/cross-field-rule.js"
 import { checkRules } from "../../src/config/rules.js"
 import { configOf, noSecrets } from "../fixtures/config/base.js"
 
