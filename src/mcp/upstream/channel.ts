@@ -267,9 +267,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     }
     const started = Date.now()
     const onProfile = async (retried: boolean): Promise<ChannelAnswer> => {
+      const opening = profiles.session(main, profile)
       let session: BackendSession
       try {
-        session = await profiles.session(main, profile)
+        session = await opening
       } catch {
         throw new ChannelFailure("failed", "the backend opened no session for the caller's client capabilities")
       }
@@ -279,7 +280,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       } catch (failure) {
         // The backend forgot this session (it restarted, or expired it): nothing ran; once more on a new one.
         if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
-        profiles.drop(profile, session)
+        profiles.drop(profile, opening)
         if (retried || options.signal.aborted) throw failure
         return onProfile(true)
       }
