@@ -104,7 +104,7 @@ export interface BackendChannel {
    */
   readonly connections: Dispatcher
   /**
-   * Sends a message whose answer nobody reads — a decline, a cancellation, the MCP client's answer to
+   * Sends a message whose answer nobody reads — a caller's relayed answer, a decline, a cancellation, the MCP client's answer to
    * a request the backend sent it — over a few connections of its own, each closed after
    * `replyTimeoutMs`; past `maxPendingReplies` waiting, it is dropped. `path` is the backend's.
    */
