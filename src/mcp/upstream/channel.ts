@@ -116,7 +116,7 @@ export interface BackendChannel {
    */
   readonly connections: Dispatcher
   /**
-   * Sends a message whose answer nobody reads — a decline, a cancellation, the MCP client's answer to
+   * Sends a message whose answer nobody reads — a caller's relayed answer, a decline, a cancellation, the MCP client's answer to
    * a request the backend sent it — over a few connections of its own, each closed after
    * `replyTimeoutMs`; past `maxPendingReplies` waiting, it is dropped. `path` is the backend's.
    */
@@ -289,9 +289,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     }
     const started = Date.now()
     const onProfile = async (retried: boolean): Promise<ChannelAnswer> => {
+      const opening = profiles.session(main, profile)
       let session: BackendSession
       try {
-        session = await profiles.session(main, profile)
+        session = await opening
       } catch {
         throw new ChannelFailure("failed", "the backend opened no session for the caller's client capabilities")
       }
@@ -301,7 +302,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       } catch (failure) {
         // The backend forgot this session (it restarted, or expired it): nothing ran; once more on a new one.
         if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
-        profiles.drop(profile, session)
+        profiles.drop(profile, opening)
         if (retried || options.signal.aborted) throw failure
         return onProfile(true)
       }

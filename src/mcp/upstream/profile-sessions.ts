@@ -39,13 +39,12 @@ export class ProfileSessions {
     return opening
   }
 
-  /** Forgets `session` (the backend no longer knows it); the next call of its profile opens another. */
-  drop(profile: ClientProfile, session: BackendSession): void {
-    const known = this.open.get(profile)
-    if (known === undefined) return
-    void known.then((current) => {
-      if (current.sessionId === session.sessionId && this.open.get(profile) === known) this.open.delete(profile)
-    })
+  /**
+   * Forgets the session `opening` gave (the backend no longer knows it), at once, so the next call of
+   * its profile opens another; a session opened since is kept.
+   */
+  drop(profile: ClientProfile, opening: Promise<BackendSession>): void {
+    if (this.open.get(profile) === opening) this.open.delete(profile)
   }
 
   /** Whether any session was opened (or is being opened). */

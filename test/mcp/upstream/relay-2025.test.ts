@@ -134,6 +134,25 @@ describe("a 2025-era backend asking the caller during a call", () => {
     await second.client.close()
   })
 
+  it("a backend that expired the profile's session while up: the call goes once more on a new one, no reconnect", async () => {
+    const { client, asked } = await v1Client({ sampling: {}, elicitation: {}, roots: {} })
+    expect(textOf(await client.callTool({ name: "srv__test_sampling", arguments: { prompt: "x" } }))).toBe(
+      "LLM response: four"
+    )
+    const profile = JSON.stringify({ sampling: {}, elicitation: { form: {} }, roots: {} })
+    const opened = (capabilities: string) => declared().filter((each) => JSON.stringify(each) === capabilities).length
+    const [before, mainBefore] = [opened(profile), opened("{}")]
+    await backend.forgetSessions()
+    expect(textOf(await client.callTool({ name: "srv__test_sampling", arguments: { prompt: "y" } }))).toBe(
+      "LLM response: four"
+    )
+    expect(asked).toHaveLength(2)
+    // Opened again at once, on the same connection: the MCP client's own session was not renewed for it.
+    expect(opened(profile)).toBe(before + 1)
+    expect(opened("{}")).toBe(mainBefore)
+    await client.close()
+  })
+
   it("a backend that restarted and forgot the profile's session: the call goes once more on a new one", async () => {
     const { client, asked } = await v1Client({ sampling: {}, elicitation: {} })
     expect(textOf(await client.callTool({ name: "srv__test_sampling", arguments: { prompt: "x" } }))).toBe(

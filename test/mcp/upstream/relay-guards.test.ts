@@ -9,7 +9,12 @@ import type { ServerResponse } from "node:http"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Permissions } from "../../../src/policy/permissions.js"
+import { PolicyWrites } from "../../../src/policy/writes.js"
+import { GroupRepo } from "../../../src/store/groups.js"
+import { grantAccess, testActor } from "../../support/grants.js"
 import { LogCapture } from "../../support/logs.js"
 import { startTestGateway, type TestGateway } from "../../support/mcp-gateway.js"
 import { json, type ScriptedServer, scriptedServer } from "../../support/scripted-server.js"
@@ -90,17 +95,17 @@ afterAll(async () => {
   await backend?.close()
 })
 
-const samplingClient = async (answer: () => Promise<unknown>) => {
+const samplingClient = async (answer: () => Promise<unknown>, through: TestGateway = gateway, token?: string) => {
   const client = new Client({ name: "host", version: "1.0.0" }, { capabilities: { sampling: {} } })
   let asked = 0
   client.setRequestHandler(CreateMessageRequestSchema, async () => {
     asked++
     return (await answer()) as never
   })
-  const token = await gateway.token()
+  const bearer = token ?? (await through.token())
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } }
+    new StreamableHTTPClientTransport(new URL(through.mcpUrl), {
+      requestInit: { headers: { authorization: `Bearer ${bearer}` } }
     })
   )
   return { client, asked: () => asked }
@@ -160,5 +165,60 @@ describe("a 2025-era backend's requests relayed to the caller, bounded", () => {
     // The backend learns the request will not be answered (the answer to it follows the call's own end).
     await expect.poll(() => lastAnswer()?.["error"], { timeout: 2_000 }).toMatchObject({ code: -32001 })
     await client.close()
+  })
+})
+
+describe("a relayed request is decided by the policy like the call that caused it", () => {
+  it("access withdrawn while the caller answers: the call ends withdrawn, and the caller is not asked again", async () => {
+    const guarded = await startTestGateway({
+      policy: "store",
+      patch: {
+        request_timeout: "3s",
+        backends: [
+          {
+            id: "asker",
+            url: `${backend.origin}/mcp`,
+            allow_insecure_http: true,
+            required: true,
+            tool_rules: [{ tools: ["*"] }]
+          }
+        ]
+      }
+    })
+    try {
+      const { userId, groupId } = await guarded.run(grantAccess([{ endpoint_id: "asker", tools: ["ask"] }]))
+      const token = await guarded.token({ subject: userId })
+      const withdraw = () =>
+        guarded.run(
+          Effect.gen(function* () {
+            const group = yield* (yield* GroupRepo).find(groupId)
+            yield* (yield* PolicyWrites).updateGroup(testActor, groupId, group!.revision, {
+              permissions: Schema.decodeUnknownSync(Permissions)({ access: [] })
+            })
+          })
+        )
+      const { client, asked } = await samplingClient(
+        async () => {
+          await withdraw()
+          return sample
+        },
+        guarded,
+        token
+      )
+      const outcome = await client
+        .callTool({
+          name: "asker__ask",
+          arguments: { method: "sampling/createMessage", params: { messages: [], maxTokens: 1 } }
+        })
+        .then(
+          () => "completed",
+          (error: Error) => error.message
+        )
+      expect(outcome).toContain("access to it was withdrawn")
+      expect(asked()).toBe(1)
+      await client.close()
+    } finally {
+      await guarded.close()
+    }
   })
 })
