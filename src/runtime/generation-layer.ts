@@ -8,6 +8,8 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import type { ArchiveDelivery } from "../events/delivery-status.js"
+import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
@@ -27,6 +29,7 @@ import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
 import type { MembershipRepo } from "../store/memberships.js"
+import type { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
@@ -59,6 +62,9 @@ export type BaseServices =
   | Approvals
   | ApprovalRepo
   | ApprovalEventRepo
+  | NotificationDeliveryRepo
+  | Notifier
+  | ArchiveDelivery
 
 /** What one generation provides to its routes. */
 export type GenerationServices =
