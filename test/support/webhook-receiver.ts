@@ -40,6 +40,8 @@ export interface WebhookReceiver {
   readonly refused: Array<string>
   /** Raw requests of every kind that reached the server (what was sent, even if refused). */
   readonly attempts: () => number
+  /** When each of those requests arrived (Date.now()). */
+  readonly arrivals: Array<number>
   mode: ReceiverMode
   close(): Promise<void>
 }
@@ -77,10 +79,12 @@ export const startWebhookReceiver = (options: {
     events: () => receiver.received.filter((one) => !one.duplicate),
     refused: [],
     attempts: () => attempts,
+    arrivals: [],
     mode: "accept"
   }
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     attempts += 1
+    receiver.arrivals.push(Date.now())
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
