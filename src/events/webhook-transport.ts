@@ -1,4 +1,4 @@
-import { request } from "node:https"
+import { Agent, request } from "node:https"
 import { Context, Effect, Layer, Ref } from "effect"
 
 /** One signed delivery, exactly as it goes out. */
@@ -41,7 +41,7 @@ const classify = (error: NodeJS.ErrnoException): string => {
  * off), redirects never followed, a 2xx acknowledges. The answer's body is read and dropped (at most
  * 64 KiB counted): it means nothing here. Interrupting the Effect aborts the exchange.
  */
-export const postWebhook = (delivery: WebhookRequest, ca: string | undefined): Effect.Effect<WebhookOutcome> =>
+export const postWebhook = (delivery: WebhookRequest, agent: Agent): Effect.Effect<WebhookOutcome> =>
   Effect.async<WebhookOutcome>((resume, signal) => {
     const outgoing = request(
       delivery.url,
@@ -49,9 +49,7 @@ export const postWebhook = (delivery: WebhookRequest, ca: string | undefined): E
         method: "POST",
         headers: { ...delivery.headers, "content-length": String(Buffer.byteLength(delivery.body)) },
         signal,
-        rejectUnauthorized: true,
-        ...(ca === undefined ? {} : { ca }),
-        agent: false
+        agent
       },
       (incoming) => {
         const status = incoming.statusCode ?? 0
@@ -79,18 +77,40 @@ export const postWebhook = (delivery: WebhookRequest, ca: string | undefined): E
     outgoing.end(delivery.body)
   })
 
-/** The HTTPS transport, bounded by `timeoutMs` (the Effect clock: TestClock drives it in tests). */
+/**
+ * The HTTPS transport, bounded by `timeoutMs` (the Effect clock: TestClock drives it in tests). One
+ * kept-alive connection (deliveries are one at a time), so a backlog does not pay a TLS handshake per
+ * event; its verification settings are the agent's.
+ */
 export const httpsTransport = (ca: string | undefined, timeoutMs = WEBHOOK_TIMEOUT_MS) =>
-  Layer.succeed(WebhookTransport, {
-    send: (delivery) =>
-      postWebhook(delivery, ca).pipe(
-        Effect.timeoutTo({
-          duration: timeoutMs,
-          onTimeout: () => ({ _tag: "Failed", errorClass: "timeout" }) as const,
-          onSuccess: (outcome: WebhookOutcome) => outcome
-        })
-      )
-  })
+  Layer.scoped(
+    WebhookTransport,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(
+          () =>
+            new Agent({
+              keepAlive: true,
+              maxSockets: 1,
+              // Explicit: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not turn verification off.
+              rejectUnauthorized: true,
+              ...(ca === undefined ? {} : { ca })
+            })
+        ),
+        (agent) => Effect.sync(() => agent.destroy())
+      ),
+      (agent) => ({
+        send: (delivery: WebhookRequest) =>
+          postWebhook(delivery, agent).pipe(
+            Effect.timeoutTo({
+              duration: timeoutMs,
+              onTimeout: () => ({ _tag: "Failed", errorClass: "timeout" }) as const,
+              onSuccess: (outcome: WebhookOutcome) => outcome
+            })
+          )
+      })
+    )
+  )
 
 /** A transport that sends nothing and records every delivery; every one is acknowledged. */
 export const recordingTransport = (sent: Ref.Ref<ReadonlyArray<WebhookRequest>>) =>
