@@ -28,6 +28,8 @@ export const retryDelayMs = (attempts: number): number =>
 export const IDLE_POLL = Duration.seconds(1)
 /** Events read per query while a backlog drains. */
 const BATCH = 200
+/** Deliveries acknowledged in one write at most (what a crash may make the receiver see twice). */
+const ACK_EVERY = 50
 
 /** The webhook body: exactly these five fields, in this order (docs/approvals.md, "Body"). */
 export const webhookBody = (event: ApprovalEventRow, publicUrl: string): string =>
@@ -122,7 +124,11 @@ const deliver = (settings: NotifierSettings, startAfter: number) =>
           action: event.action
         }
         if (outcome._tag === "Delivered") {
-          yield* deliveries.acknowledge(event.seq)
+          // A failed event's record goes at once; first-time deliveries are acknowledged in runs (`flush`).
+          if (Option.isSome(failed)) {
+            yield* deliveries.acknowledge(event.seq)
+            acked = event.seq
+          }
           if (Option.isSome(failed) || logged !== undefined) {
             yield* logLimited("notification.delivery_recovered", {
               ...fields,
@@ -157,20 +163,37 @@ const deliver = (settings: NotifierSettings, startAfter: number) =>
         return false
       })
 
+    /**
+     * Progress is written for a run of deliveries at once (at most `ACK_EVERY`, and whenever the worker
+     * stops to wait or fails): one write per run instead of one per event, sharing the database's writer
+     * with the approvals less. After a crash the unwritten tail of a run is sent again — receivers
+     * dedupe `event_id` anyway, as for a lost receipt.
+     */
+    let acked = through
+    const flush = Effect.suspend(() => {
+      if (through <= acked) return Effect.void
+      const upTo = through
+      return Effect.tap(deliveries.acknowledge(upTo), () => {
+        acked = upTo
+      })
+    })
+
     const round = Effect.gen(function* () {
       const batch = yield* events.after(through, BATCH)
-      if (batch.length === 0) return yield* Effect.sleep(IDLE_POLL)
+      if (batch.length === 0) return yield* Effect.zipRight(flush, Effect.sleep(IDLE_POLL))
       for (const event of batch) {
         // Only the head can have failed before (order is strict); later ones are first attempts.
         const failed = event === batch[0] ? yield* deliveries.failing(event.seq) : Option.none()
         if (Option.isSome(failed)) {
           const wait = failed.value.next_attempt_at.getTime() - (yield* Clock.currentTimeMillis)
           // The stored time holds across restarts: nothing is sent before it.
-          if (wait > 0) return yield* Effect.sleep(Duration.millis(wait))
+          if (wait > 0) return yield* Effect.zipRight(flush, Effect.sleep(Duration.millis(wait)))
         }
-        if (!(yield* attempt(event, failed))) return
+        if (!(yield* attempt(event, failed))) return yield* flush
         through = event.seq
+        if (through - acked >= ACK_EVERY) yield* flush
       }
+      yield* flush
     })
     // A store error (the database restarting, say) is logged and the round tried again shortly.
     return yield* round.pipe(
