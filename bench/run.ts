@@ -19,7 +19,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "enterprise-sign-in", load: () => import("./enterprise-sign-in.js") },
   { name: "directory", load: () => import("./directory.js") },
   { name: "approvals", load: () => import("./approvals.js") },
-  { name: "answers", load: () => import("./answers.js") }
+  { name: "answers", load: () => import("./answers.js") },
+  { name: "webhooks", load: () => import("./webhooks.js") }
 ]
 
 const picked = process.argv.slice(2)

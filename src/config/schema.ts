@@ -97,7 +97,7 @@ export const PolicyChanges = Schema.Struct({
   require_step_up: withDefault(Schema.Boolean, () => false)
 })
 
-export const Notifications = Schema.Struct({ url: Url, secret: Secret })
+export const Notifications = Schema.Struct({ url: Url, secret: Secret, ca_file: Schema.optional(NonEmpty) })
 
 export const AuditArchive = Schema.Struct({ url: Url, key_id: NonEmpty, signing_key: Secret })
 

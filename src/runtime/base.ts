@@ -6,12 +6,15 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
+import { archiveFromConfiguration } from "../events/delivery-status.js"
+import { NotifierLive } from "../events/notifier.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
+import { ApprovalEventRepo } from "../store/approval-events.js"
 import { ApprovalRepo } from "../store/approvals.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
@@ -20,6 +23,7 @@ import { StoreHealth } from "../store/health.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
 import { MembershipRepo } from "../store/memberships.js"
+import { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SigningKeyRepo } from "../store/signing-keys.js"
 
@@ -49,10 +53,14 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   )
   // The stored identity connections: applied at once, so process-wide like the policy.
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
-  // Write approvals outlive reloads: their store, the service and its maintenance are process-wide.
-  const approvals = ApprovalMaintenance(config).pipe(
+  // Write approvals outlive reloads: their store, the service and its maintenance are process-wide;
+  // so are approval webhooks (static settings): the worker lives as long as the process.
+  const delivery = Layer.mergeAll(NotifierLive(config), archiveFromConfiguration(config)).pipe(
+    Layer.provideMerge(NotificationDeliveryRepo.Default)
+  )
+  const approvals = Layer.merge(ApprovalMaintenance(config), delivery).pipe(
     Layer.provideMerge(Approvals.Default),
-    Layer.provideMerge(ApprovalRepo.Default)
+    Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default))
   )
   // Memory held for backend answers is counted once per process, across generations.
   return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals, AnswerBudgetTag.Live).pipe(

@@ -8,6 +8,8 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import type { ArchiveDelivery } from "../events/delivery-status.js"
+import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
@@ -21,6 +23,7 @@ import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/b
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import type { PolicyWrites } from "../policy/writes.js"
+import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
 import type { DirectoryRepo } from "../store/directory.js"
@@ -28,6 +31,7 @@ import type { GroupRepo } from "../store/groups.js"
 import type { StoreHealth } from "../store/health.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
 import type { MembershipRepo } from "../store/memberships.js"
+import type { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
@@ -61,6 +65,10 @@ export type BaseServices =
   | Approvals
   | ApprovalRepo
   | AnswerBudgetTag
+  | ApprovalEventRepo
+  | NotificationDeliveryRepo
+  | Notifier
+  | ArchiveDelivery
 
 /** What one generation provides to its routes. */
 export type GenerationServices =
