@@ -11,6 +11,7 @@ import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
 import { validateCommand } from "./validate.js"
+import { verifyAuditCommand } from "./verify-audit.js"
 
 export { version }
 
@@ -50,7 +51,8 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
       initAdminCommand,
       adminLoginCommand,
       devTokenCommand,
-      connectCommand
+      connectCommand,
+      verifyAuditCommand
     ])
   )
 
