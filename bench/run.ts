@@ -17,7 +17,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "auth-refresh", load: () => import("./auth-refresh.js") },
   { name: "enterprise-sign-in", load: () => import("./enterprise-sign-in.js") },
   { name: "directory", load: () => import("./directory.js") },
-  { name: "approvals", load: () => import("./approvals.js") }
+  { name: "approvals", load: () => import("./approvals.js") },
+  { name: "audit", load: () => import("./audit.js") }
 ]
 
 const picked = process.argv.slice(2)

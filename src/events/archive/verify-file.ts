@@ -17,6 +17,9 @@ export type Verified =
   | { readonly ok: false; readonly line: number; readonly reason: string }
 
 const BATCH_LINES = 256
+// A worker holds a few batches of short strings at a time: a small young generation is plenty, and each
+// megabyte saved counts once per core against the verifier's memory bound.
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 }
 const QUEUED_PER_WORKER = 4
 
 interface Batch {
@@ -62,7 +65,7 @@ class Pool {
   ) {
     const workerData = { keys: [...keys] }
     this.workers = Array.from({ length: size }, () => {
-      const worker = new Worker(workerSource, { eval: true, workerData })
+      const worker = new Worker(workerSource, { eval: true, workerData, resourceLimits: WORKER_LIMITS })
       worker.on("message", (checked: Checked) => this.arrived(checked))
       worker.on("error", (error) => this.fail(error))
       return worker
