@@ -10,7 +10,7 @@ import type { UserRow } from "../store/users.js"
 import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
 import { effectivePolicy } from "./policy.js"
 import { mayView, type Reviewer, reviewRefusal, type StepUpEvidence } from "./reviewers.js"
-import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT, MAX_INTENT_BYTES } from "./settings.js"
+import { type ApprovalSettings, MAX_ACTIVE_PER_SUBJECT, MAX_INTENT_BYTES, REMINDER_WINDOW_MS } from "./settings.js"
 
 /** A write that needs approval, as ToolCalls hands it over after the PolicyEngine said NeedsApproval. */
 export interface ApprovalRequest {
@@ -269,7 +269,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       const intent = yield* intentOf(claimed.value)
       // The intent is sealed to this row; one that does not open (altered, or another key) is never executed.
       if (intent === undefined || intentHash(intent) !== claimed.value.intent_hash) {
-        const failed = yield* repo.finish(row.id, ["executing"], "unknown", yield* now)
+        const failed = yield* repo.finish(row.id, ["executing"], "unknown", yield* now, { reason: "intent_invalid" })
         yield* securityEvent("approval.intent_invalid", fieldsOf(Option.getOrElse(failed, () => claimed.value)))
         return { _tag: "NotApproved", row: Option.getOrElse(failed, () => claimed.value) } satisfies Claim as Claim
       }
@@ -279,7 +279,10 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     /** The claimed write ran and answered: completed, its result cached sealed. */
     const completed = Effect.fn("Approvals.completed")(function* (row: ApprovalRow, result: Record<string, unknown>) {
       const sealed = sealer.seal(JSON.stringify(result), resultContext(row.id))
-      const done = yield* repo.finish(row.id, ["executing"], "completed", yield* now, { resultSealed: sealed })
+      const done = yield* repo.finish(row.id, ["executing"], "completed", yield* now, {
+        resultSealed: sealed,
+        actor: row.subject
+      })
       if (Option.isSome(done)) {
         yield* securityEvent("approval.executed", { ...fieldsOf(done.value), is_error: result["isError"] === true })
       }
@@ -288,7 +291,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
 
     /** The claimed write may or may not have run (timeout, connection lost after sending): never replayed. */
     const unknownOutcome = Effect.fn("Approvals.unknownOutcome")(function* (row: ApprovalRow, reason: string) {
-      const done = yield* repo.finish(row.id, ["executing"], "unknown", yield* now)
+      const done = yield* repo.finish(row.id, ["executing"], "unknown", yield* now, { reason })
       if (Option.isSome(done)) yield* securityEvent("approval.outcome_unknown", { ...fieldsOf(done.value), reason })
       return Option.getOrElse(done, () => row)
     })
@@ -426,7 +429,8 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
           stepUpAt: row.require_step_up && stepUp !== undefined ? new Date(stepUp.authTime) : undefined
         },
         at,
-        new Date(at.getTime() + settings.executeWithinMs)
+        new Date(at.getTime() + settings.executeWithinMs),
+        { evidence: { sign_in: reviewer.user.kind, acr: row.require_step_up ? (stepUp?.acr ?? null) : null } }
       )
       if (voted._tag === "NotPending") {
         return yield* refused(row, reviewer, "approve", "not_pending", "This approval is no longer waiting for votes.")
@@ -443,33 +447,45 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       return { _tag: "Done", row: voted.row } as ReviewOutcome
     })
 
-    const decide = (action: "reject" | "revoke", from: ReadonlyArray<ApprovalState>, to: ApprovalState) =>
-      Effect.fn(`Approvals.${action}`)(function* (reviewer: Reviewer, id: string) {
+    const decide = (verb: "reject" | "revoke", from: ReadonlyArray<ApprovalState>, to: "rejected" | "revoked") =>
+      Effect.fn(`Approvals.${verb}`)(function* (reviewer: Reviewer, id: string) {
         const row = yield* find(id)
         if (row === undefined)
           return { _tag: "Refused", reason: "not_found", message: "No such approval." } as ReviewOutcome
-        if (!mayView(row, reviewer)) return yield* refused(row, reviewer, action, "not_found", "No such approval.")
-        const refusal = reviewRefusal(row, reviewer, action)
-        if (refusal !== undefined) return yield* refused(row, reviewer, action, refusal.reason, refusal.message)
-        const done = yield* repo.finish(row.id, from, to, yield* now, { decidedBy: reviewer.user.id })
+        if (!mayView(row, reviewer)) return yield* refused(row, reviewer, verb, "not_found", "No such approval.")
+        const refusal = reviewRefusal(row, reviewer, verb)
+        if (refusal !== undefined) return yield* refused(row, reviewer, verb, refusal.reason, refusal.message)
+        const done = yield* repo.finish(row.id, from, to, yield* now, {
+          decidedBy: reviewer.user.id,
+          evidence: { sign_in: reviewer.user.kind }
+        })
         if (Option.isNone(done)) {
-          return yield* refused(row, reviewer, action, "not_open", `This approval can no longer be ${to}.`)
+          return yield* refused(row, reviewer, verb, "not_open", `This approval can no longer be ${to}.`)
         }
         yield* securityEvent(`approval.${to}`, { ...fieldsOf(done.value), reviewer: reviewer.user.id })
         return { _tag: "Done", row: done.value } as ReviewOutcome
       })
 
-    /** The maintenance tick: expiry of every due approval, then retention (tombstones). */
+    /**
+     * The maintenance tick: expiry of every due approval, one reminder for each open approval whose
+     * deadline is within `REMINDER_WINDOW_MS`, then retention (tombstones).
+     */
     const sweep = Effect.fn("Approvals.sweep")(function* (settings: ApprovalSettings) {
       const at = yield* now
       const expired = yield* expireDue(at)
+      let reminded = 0
+      for (;;) {
+        const batch = yield* repo.remind(at, REMINDER_WINDOW_MS, 500)
+        reminded += batch
+        if (batch < 500) break
+      }
       let dropped = 0
       for (;;) {
         const batch = yield* repo.purge(new Date(at.getTime() - settings.retentionMs), 500)
         dropped += batch
         if (batch < 500) break
       }
-      return { expired: expired.length, dropped }
+      return { expired: expired.length, reminded, dropped }
     })
 
     /** At start: executions a stop cut short have an unclear outcome (never replayed). */

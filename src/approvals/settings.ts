@@ -28,3 +28,6 @@ export const MAX_ACTIVE_PER_SUBJECT = 20
 
 /** The largest intent (normalized arguments and metadata, as JSON) an approval is opened for: what a reviewer can read. */
 export const MAX_INTENT_BYTES = 64 * 1024
+
+/** An open approval whose deadline is this close gets its one `reminder` event (the minute tick writes it). */
+export const REMINDER_WINDOW_MS = 5 * 60_000

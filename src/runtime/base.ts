@@ -11,6 +11,7 @@ import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
+import { ApprovalEventRepo } from "../store/approval-events.js"
 import { ApprovalRepo } from "../store/approvals.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
@@ -49,7 +50,7 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   // Write approvals outlive reloads: their store, the service and its maintenance are process-wide.
   const approvals = ApprovalMaintenance(config).pipe(
     Layer.provideMerge(Approvals.Default),
-    Layer.provideMerge(ApprovalRepo.Default)
+    Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default))
   )
   return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals).pipe(
     Layer.provideMerge(access),

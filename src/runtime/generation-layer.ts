@@ -20,6 +20,7 @@ import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/b
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import type { PolicyWrites } from "../policy/writes.js"
+import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
 import type { DirectoryRepo } from "../store/directory.js"
@@ -57,6 +58,7 @@ export type BaseServices =
   | DirectoryRepo
   | Approvals
   | ApprovalRepo
+  | ApprovalEventRepo
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
+import { type ApprovalAction, type ApprovalEvidence, appendApprovalEvents, type EventFacts } from "./approval-events.js"
 import { StoredBoolean, toStoredBoolean } from "./columns.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
@@ -17,7 +18,8 @@ export const ApprovalState = Schema.Literal(
 export type ApprovalState = typeof ApprovalState.Type
 
 /** States from which nothing more happens: the operation id is spent. */
-export const finishedStates: ReadonlyArray<ApprovalState> = ["completed", "rejected", "revoked", "expired", "unknown"]
+export type FinishedState = Extract<ApprovalState, "completed" | "rejected" | "revoked" | "expired" | "unknown">
+export const finishedStates: ReadonlyArray<FinishedState> = ["completed", "rejected", "revoked", "expired", "unknown"]
 /** States that count towards the 20 active approvals of one requester. */
 export const activeStates: ReadonlyArray<ApprovalState> = ["pending", "approved", "executing"]
 
@@ -101,6 +103,25 @@ export type Voted =
   /** Not pending (or past its expiry): nothing was recorded. */
   | { readonly _tag: "NotPending"; readonly row: ApprovalRow | undefined }
 
+/** What `finish` records beside the state: who decided, the sealed result, and the event's details. */
+export interface FinishFields {
+  readonly decidedBy?: string
+  readonly resultSealed?: string
+  /** Who acted, when not the decider (the requester's resume); the gateway itself when neither is given. */
+  readonly actor?: string
+  readonly reason?: string
+  readonly evidence?: ApprovalEvidence
+}
+
+/** The outbox action of each state `finish` may move an approval to. */
+const finishAction: Readonly<Record<FinishedState, ApprovalAction>> = {
+  completed: "executed",
+  rejected: "rejected",
+  revoked: "revoked",
+  expired: "expired",
+  unknown: "outcome_unknown"
+}
+
 const Count = Schema.Struct({ n: Schema.Int })
 const Purged = Schema.Struct({
   id: Schema.String,
@@ -141,7 +162,9 @@ const Tombstone = Schema.Struct({ state: Schema.String })
  * state is one conditional UPDATE on the state it expects, which SQLite and PostgreSQL both apply
  * atomically: of two reviewers deciding at once, or two resumes, exactly one wins. Creation holds a
  * per-requester lock (PostgreSQL advisory; SQLite serializes writers), so the active-approval limit
- * and the operation id's uniqueness cannot be raced past.
+ * and the operation id's uniqueness cannot be raced past. Each change that the approval's people hear
+ * about appends its event to the outbox (`approval_events`) in the same transaction: a change that
+ * rolls back leaves no event, and one that commits has it.
  */
 export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/ApprovalRepo", {
   effect: Effect.gen(function* () {
@@ -229,6 +252,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
           expires_at: toStoredTimestamp(approval.expiresAt),
           revision: 1
         })} RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        const requested: EventFacts = { action: "requested", actor: approval.subject }
+        yield* appendApprovalEvents(sql, [{ row: rows[0]!, facts: requested }], approval.createdAt)
         return { _tag: "Created", row: rows[0]! } satisfies Created as Created
       })
       return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
@@ -239,7 +264,14 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
      * it and starts its execution deadline (`executeBy`). The first UPDATE locks the row (PostgreSQL), so
      * two reviewers voting at once are counted one after the other.
      */
-    const vote = Effect.fn("ApprovalRepo.vote")(function* (id: string, voter: NewVote, now: Date, executeBy: Date) {
+    const vote = Effect.fn("ApprovalRepo.vote")(function* (
+      id: string,
+      voter: NewVote,
+      now: Date,
+      executeBy: Date,
+      facts: Pick<EventFacts, "evidence"> = {}
+    ) {
+      const voted: EventFacts = { action: "vote", actor: voter.reviewerId, ...facts }
       const stamp = toStoredTimestamp(now)
       const attempt = Effect.gen(function* () {
         const locked = yield* sql`UPDATE approvals SET revision = revision + 1
@@ -258,11 +290,23 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
         const count = yield* countOf(
           yield* sql`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM approval_votes WHERE approval_id = ${id}`
         )
-        if (count < row.required_approvals) return { _tag: "Voted", row } as Voted
+        if (count < row.required_approvals) {
+          yield* appendApprovalEvents(sql, [{ row, facts: voted }], now)
+          return { _tag: "Voted", row } as Voted
+        }
         const approved = yield* sql`UPDATE approvals SET state = 'approved', approved_at = ${stamp},
           execute_by = ${toStoredTimestamp(executeBy)}, revision = revision + 1
           WHERE id = ${id} AND state = 'pending' RETURNING *`.pipe(Effect.flatMap(decodeRows))
-        return { _tag: "Voted", row: approved[0] ?? row } as Voted
+        const after = approved[0] ?? row
+        yield* appendApprovalEvents(
+          sql,
+          [
+            { row: after, facts: voted },
+            { row: after, facts: { action: "approved", actor: voter.reviewerId, ...facts } }
+          ],
+          now
+        )
+        return { _tag: "Voted", row: after } as Voted
       })
       return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
@@ -274,15 +318,29 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     const finish = Effect.fn("ApprovalRepo.finish")(function* (
       id: string,
       from: ReadonlyArray<ApprovalState>,
-      to: ApprovalState,
+      to: FinishedState,
       now: Date,
-      fields: { readonly decidedBy?: string; readonly resultSealed?: string } = {}
+      fields: FinishFields = {}
     ) {
-      const rows = yield* sql`UPDATE approvals SET state = ${to}, finished_at = ${toStoredTimestamp(now)},
-        decided_by = ${fields.decidedBy ?? null}, result_sealed = ${fields.resultSealed ?? null},
-        revision = revision + 1
-        WHERE id = ${id} AND state IN ${sql.in(from)} RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
-      return one(rows)
+      const facts: EventFacts = {
+        action: finishAction[to],
+        actor: fields.actor ?? fields.decidedBy ?? null,
+        reason: fields.reason ?? null,
+        evidence: fields.evidence ?? {}
+      }
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`UPDATE approvals SET state = ${to}, finished_at = ${toStoredTimestamp(now)},
+          decided_by = ${fields.decidedBy ?? null}, result_sealed = ${fields.resultSealed ?? null},
+          revision = revision + 1
+          WHERE id = ${id} AND state IN ${sql.in(from)} RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        yield* appendApprovalEvents(
+          sql,
+          rows.map((row) => ({ row, facts })),
+          now
+        )
+        return one(rows)
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
 
     /** The one resume that may execute: approved, within its deadline → executing. */
@@ -302,15 +360,64 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     /** Pending past their expiry and approved past their execution deadline → expired; the rows changed. */
     const expireDue = Effect.fn("ApprovalRepo.expireDue")(function* (now: Date) {
       const stamp = toStoredTimestamp(now)
-      return yield* sql`UPDATE approvals SET state = 'expired', finished_at = ${stamp}, revision = revision + 1
-        WHERE (state = 'pending' AND expires_at <= ${stamp}) OR (state = 'approved' AND execute_by <= ${stamp})
-        RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`UPDATE approvals SET state = 'expired', finished_at = ${stamp}, revision = revision + 1
+          WHERE (state = 'pending' AND expires_at <= ${stamp}) OR (state = 'approved' AND execute_by <= ${stamp})
+          RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        yield* appendApprovalEvents(
+          sql,
+          rows.map((row) => ({ row, facts: { action: "expired", actor: null } satisfies EventFacts })),
+          now
+        )
+        return rows
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
 
     /** After a restart: an execution that was running has an unclear outcome → unknown (never replayed). */
     const interrupted = Effect.fn("ApprovalRepo.interrupted")(function* (now: Date) {
-      return yield* sql`UPDATE approvals SET state = 'unknown', finished_at = ${toStoredTimestamp(now)},
-        revision = revision + 1 WHERE state = 'executing' RETURNING *`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`UPDATE approvals SET state = 'unknown', finished_at = ${toStoredTimestamp(now)},
+          revision = revision + 1 WHERE state = 'executing' RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        yield* appendApprovalEvents(
+          sql,
+          rows.map((row) => ({
+            row,
+            facts: { action: "outcome_unknown", actor: null, reason: "restart" } satisfies EventFacts
+          })),
+          now
+        )
+        return rows
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
+    })
+
+    /**
+     * The reminders due at `now`: every pending approval whose expiry, and every approved one whose
+     * execution deadline, falls within `windowMs`, and that has had no reminder of that deadline yet,
+     * gets one `reminder` event (at most `batch` per call); how many were written. On PostgreSQL the
+     * rows are locked first, so a decision committing meanwhile is seen before a reminder is written.
+     */
+    const remind = Effect.fn("ApprovalRepo.remind")(function* (now: Date, windowMs: number, batch: number) {
+      const stamp = toStoredTimestamp(now)
+      const until = toStoredTimestamp(new Date(now.getTime() + windowMs))
+      const lock = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE OF approvals`, orElse: () => sql`` })
+      const attempt = Effect.gen(function* () {
+        const rows = yield* sql`SELECT * FROM approvals WHERE
+          ((state = 'pending' AND expires_at > ${stamp} AND expires_at <= ${until})
+            OR (state = 'approved' AND execute_by > ${stamp} AND execute_by <= ${until}))
+          AND NOT EXISTS (SELECT 1 FROM approval_events e WHERE e.approval_id = approvals.id
+            AND e.action = 'reminder'
+            AND e.expires_at = CASE WHEN approvals.state = 'approved' THEN approvals.execute_by ELSE approvals.expires_at END)
+          ORDER BY id LIMIT ${batch} ${lock}`.pipe(Effect.flatMap(decodeRows))
+        yield* appendApprovalEvents(
+          sql,
+          rows.map((row) => ({ row, facts: { action: "reminder", actor: null } satisfies EventFacts })),
+          now
+        )
+        return rows.length
+      })
+      return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
 
     /**
@@ -373,6 +480,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
       id: string,
       reviewerIds: ReadonlyArray<string>
     ) {
+      const now = new Date(yield* Clock.currentTimeMillis)
       const attempt = Effect.gen(function* () {
         if (reviewerIds.length === 0) return Option.getOrUndefined(yield* byId(id))
         const locked = yield* sql`UPDATE approvals SET revision = revision + 1
@@ -381,14 +489,21 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
         if (row === undefined) return Option.getOrUndefined(yield* byId(id))
         const removed = yield* sql`DELETE FROM approval_votes WHERE approval_id = ${id}
           AND reviewer_id IN ${sql.in(reviewerIds)} RETURNING reviewer_id`
-        if (removed.length === 0 || row.state !== "approved") return row
+        if (removed.length === 0) return row
+        const withdrawn = (after: ApprovalRow) =>
+          appendApprovalEvents(
+            sql,
+            [{ row: after, facts: { action: "votes_withdrawn", actor: null, reason: "reviewer_not_eligible" } }],
+            now
+          ).pipe(Effect.as(after))
+        if (row.state !== "approved") return yield* withdrawn(row)
         const left = yield* countOf(
           yield* sql`SELECT CAST(COUNT(*) AS INTEGER) AS n FROM approval_votes WHERE approval_id = ${id}`
         )
-        if (left >= row.required_approvals) return row
+        if (left >= row.required_approvals) return yield* withdrawn(row)
         const back = yield* sql`UPDATE approvals SET state = 'pending', approved_at = NULL, execute_by = NULL,
           revision = revision + 1 WHERE id = ${id} AND state = 'approved' RETURNING *`.pipe(Effect.flatMap(decodeRows))
-        return back[0] ?? row
+        return yield* withdrawn(back[0] ?? row)
       })
       return yield* sql.withTransaction(attempt).pipe(Effect.orDie)
     })
@@ -403,6 +518,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
       release,
       expireDue,
       interrupted,
+      remind,
       listOpen,
       purge,
       withdrawVotes

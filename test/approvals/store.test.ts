@@ -415,7 +415,9 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
       )
       const listed = (yield* (yield* Approvals).openFor(yield* newReviewer)).map((row) => row.id)
       expect(listed).toEqual(visible.slice(0, 2_000).map((row) => row.id))
-    }).pipe(Effect.provide(stores.layer(kind)))
+    }).pipe(Effect.provide(stores.layer(kind))),
+    // 4,101 creates, each also numbering its outbox event under the counter's lock (one at a time).
+    60_000
   )
 
   it.scoped(

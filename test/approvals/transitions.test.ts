@@ -250,10 +250,11 @@ const transitions: ReadonlyArray<Transition> = [
       Effect.gen(function* () {
         const approvals = yield* Approvals
         yield* TestClock.adjust(expiresAfterMs - 1)
-        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, dropped: 0 })
+        // A millisecond before its expiry: still pending, and reminded of it (docs/approvals.md, "Approval events").
+        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, reminded: 1, dropped: 0 })
         expect(yield* storedState(row.id)).toBe("pending")
         yield* TestClock.adjust(1)
-        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 1, dropped: 0 })
+        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 1, reminded: 0, dropped: 0 })
         return (yield* storedRow(row.id))!
       }),
     meaning: (people, arranged, after) =>
@@ -802,9 +803,9 @@ describe.each(storeKinds)("operation ids (%s)", (kind) => {
         )
         yield* TestClock.adjust(retentionMs)
         const recent = yield* approvalIn(people, "revoked")
-        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, dropped: 0 })
+        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, reminded: 0, dropped: 0 })
         yield* TestClock.adjust(1)
-        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, dropped: 1 })
+        expect(yield* approvals.sweep(approvalSettings)).toEqual({ expired: 0, reminded: 0, dropped: 1 })
         expect(yield* storedRow(row.id)).toBeUndefined()
         expect(yield* approvals.status(caller, row.id)).toBeUndefined()
         expect(yield* sql`SELECT state FROM approval_tombstones WHERE operation_key = ${row.operation_key}`).toEqual([

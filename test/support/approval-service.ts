@@ -17,6 +17,7 @@ import { type AccessSettings, AccessSettingsTag, AccessStateLive } from "../../s
 import { APPROVER_SCOPE, SECURITY_SCOPE } from "../../src/policy/roles.js"
 import { PolicyWrites } from "../../src/policy/writes.js"
 import { policyRepositories } from "../../src/runtime/base.js"
+import { ApprovalEventRepo } from "../../src/store/approval-events.js"
 import { ApprovalRepo, type ApprovalRow, type ApprovalState } from "../../src/store/approvals.js"
 import { UserRepo } from "../../src/store/users.js"
 import { randomConfigKey, type StoreKindUnderTest, storeLayer, withStorage } from "./databases.js"
@@ -55,7 +56,7 @@ const accessSettings: AccessSettings = {
 /** Approvals, its repository and the stored access policy over `storage`, sealed with `key`. */
 export const approvalLayerOn = (storage: StorageConfig, key: Redacted.Redacted<Uint8Array>) =>
   Layer.mergeAll(Approvals.Default, PolicyWrites.Default).pipe(
-    Layer.provideMerge(ApprovalRepo.Default),
+    Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default)),
     Layer.provideMerge(AccessStateLive),
     Layer.provideMerge(Layer.mergeAll(authRepositories, policyRepositories)),
     Layer.provide(Layer.succeed(AccessSettingsTag, accessSettings)),

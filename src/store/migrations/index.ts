@@ -14,6 +14,7 @@ import directoryVersions from "./0011_directory_versions.js"
 import approvals from "./0012_approvals.js"
 import directoryMemberships from "./0013_directory_memberships.js"
 import approvalsOpen from "./0014_approvals_open.js"
+import approvalEvents from "./0016_approval_events.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
 export const MIGRATIONS_TABLE = "gateway_migrations"
@@ -37,5 +38,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0011_directory_versions": directoryVersions,
   "0012_approvals": approvals,
   "0013_directory_memberships": directoryMemberships,
-  "0014_approvals_open": approvalsOpen
+  "0014_approvals_open": approvalsOpen,
+  "0016_approval_events": approvalEvents
 }
