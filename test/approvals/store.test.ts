@@ -395,27 +395,29 @@ describe.each(storeKinds)("ApprovalRepo (%s)", (kind) => {
     }).pipe(Effect.provide(stores.layer(kind)))
   )
 
-  it.scoped("the review list shows a reviewer's oldest 2,000, found behind 2,000 open ones they may not see", () =>
-    Effect.gen(function* () {
-      const repo = yield* ApprovalRepo
-      const at = yield* now
-      const open = (index: number, overrides: Partial<NewApproval>) =>
-        Effect.map(repo.create(newApproval(plus(at, index), overrides), 20), createdOf)
-      // Older, and reviewed by a named reviewer only: not this reviewer's to see.
-      yield* Effect.forEach(
-        Array.from({ length: 2_100 }, (_, index) => index),
-        (index) => open(index, { subject: `hidden-${index}`, approvers: ["local:someone-else"] }),
-        { concurrency: 8 }
-      )
-      // Newer, and any approver's: one more than the list shows.
-      const visible = yield* Effect.forEach(
-        Array.from({ length: 2_001 }, (_, index) => index),
-        (index) => open(10_000 + index, { subject: `visible-${index}` }),
-        { concurrency: 8 }
-      )
-      const listed = (yield* (yield* Approvals).openFor(yield* newReviewer)).map((row) => row.id)
-      expect(listed).toEqual(visible.slice(0, 2_000).map((row) => row.id))
-    }).pipe(Effect.provide(stores.layer(kind))),
+  it.scoped(
+    "the review list shows a reviewer's oldest 2,000, found behind 2,000 open ones they may not see",
+    () =>
+      Effect.gen(function* () {
+        const repo = yield* ApprovalRepo
+        const at = yield* now
+        const open = (index: number, overrides: Partial<NewApproval>) =>
+          Effect.map(repo.create(newApproval(plus(at, index), overrides), 20), createdOf)
+        // Older, and reviewed by a named reviewer only: not this reviewer's to see.
+        yield* Effect.forEach(
+          Array.from({ length: 2_100 }, (_, index) => index),
+          (index) => open(index, { subject: `hidden-${index}`, approvers: ["local:someone-else"] }),
+          { concurrency: 8 }
+        )
+        // Newer, and any approver's: one more than the list shows.
+        const visible = yield* Effect.forEach(
+          Array.from({ length: 2_001 }, (_, index) => index),
+          (index) => open(10_000 + index, { subject: `visible-${index}` }),
+          { concurrency: 8 }
+        )
+        const listed = (yield* (yield* Approvals).openFor(yield* newReviewer)).map((row) => row.id)
+        expect(listed).toEqual(visible.slice(0, 2_000).map((row) => row.id))
+      }).pipe(Effect.provide(stores.layer(kind))),
     // 4,101 creates, each also numbering its outbox event under the counter's lock (one at a time).
     60_000
   )
