@@ -6,6 +6,7 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
+import { Archive, ArchiveWorker, archiveSettingsLayer } from "../events/archive/service.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
@@ -13,6 +14,7 @@ import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
 import { ApprovalEventRepo } from "../store/approval-events.js"
 import { ApprovalRepo } from "../store/approvals.js"
+import { ArchiveRepo } from "../store/archive-entries.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
@@ -52,7 +54,12 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     Layer.provideMerge(Approvals.Default),
     Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default))
   )
-  return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals).pipe(
+  // The audit archive reads the approval outbox; its settings are static (`admin`), so it is process-wide too.
+  const archive = ArchiveWorker.pipe(
+    Layer.provideMerge(Archive.Default),
+    Layer.provide(Layer.merge(ArchiveRepo.Default, archiveSettingsLayer(config)))
+  )
+  return Layer.mergeAll(connections, DirectorySnapshots.Default, archive.pipe(Layer.provideMerge(approvals))).pipe(
     Layer.provideMerge(access),
     Layer.provideMerge(authBaseLayer),
     Layer.provideMerge(signer)

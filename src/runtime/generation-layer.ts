@@ -8,6 +8,7 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import type { Archive } from "../events/archive/service.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
@@ -59,6 +60,7 @@ export type BaseServices =
   | Approvals
   | ApprovalRepo
   | ApprovalEventRepo
+  | Archive
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

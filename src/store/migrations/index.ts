@@ -15,6 +15,7 @@ import approvals from "./0012_approvals.js"
 import directoryMemberships from "./0013_directory_memberships.js"
 import approvalsOpen from "./0014_approvals_open.js"
 import approvalEvents from "./0016_approval_events.js"
+import auditArchive from "./0018_audit_archive.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
 export const MIGRATIONS_TABLE = "gateway_migrations"
@@ -39,5 +40,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0012_approvals": approvals,
   "0013_directory_memberships": directoryMemberships,
   "0014_approvals_open": approvalsOpen,
-  "0016_approval_events": approvalEvents
+  "0016_approval_events": approvalEvents,
+  "0018_audit_archive": auditArchive
 }
