@@ -17,9 +17,12 @@ export type Verified =
   | { readonly ok: false; readonly line: number; readonly reason: string }
 
 const BATCH_LINES = 256
+// Lines may be up to MAX_LINE_BYTES each: a batch also closes at this many bytes, so what is in flight
+// stays a few megabytes however long the lines are.
+const BATCH_BYTES = 256 * 1024
 // A worker holds a few batches of short strings at a time: a small young generation is plenty, and each
 // megabyte saved counts once per core against the verifier's memory bound.
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 }
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 }
 const QUEUED_PER_WORKER = 4
 
 interface Batch {
@@ -135,6 +138,7 @@ async function* batchesOf(path: string): AsyncGenerator<Batch> {
   let id = 0
   let lineNumber = 0
   let lines: Array<string> = []
+  let batchBytes = 0
   let firstLine = 1
   let partial: Array<Buffer> = []
   let partialBytes = 0
@@ -144,6 +148,7 @@ async function* batchesOf(path: string): AsyncGenerator<Batch> {
     lineNumber += 1
     if (lines.length === 0) firstLine = lineNumber
     lines.push(line)
+    batchBytes += line.length
   }
   read: for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     let start = 0
@@ -160,9 +165,10 @@ async function* batchesOf(path: string): AsyncGenerator<Batch> {
         partialBytes = 0
       }
       start = end + 1
-      if (lines.length === BATCH_LINES) {
+      if (lines.length === BATCH_LINES || batchBytes >= BATCH_BYTES) {
         yield { id: id++, firstLine, lines }
         lines = []
+        batchBytes = 0
       }
     }
     if (start < chunk.length) {

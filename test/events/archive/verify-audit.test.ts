@@ -63,6 +63,19 @@ const brokenLink = (() => {
   return joined([...lines.slice(0, 300), ...tail.lines])
 })()
 
+/** 12 entries whose reasons make each line about 900 KB: more than one batch's worth of bytes per line. */
+const longLines = (() => {
+  const out: Array<string> = []
+  let previous = "0".repeat(64)
+  for (let sequence = 1; sequence <= 12; sequence++) {
+    const entry = { ...sampleEntry(sequence, previous, "k1"), reason: "why ".repeat(225_000) }
+    const sealed = sealEntry(key, serializeEntry(entry))
+    out.push(sealed.line)
+    previous = sealed.hash
+  }
+  return { lines: out, last: previous }
+})()
+
 const cases: ReadonlyArray<Case> = [
   { title: "a good file", content: joined(lines), checkpoint: { sequence: COUNT, hash: hashes[COUNT - 1] as string } },
   {
@@ -193,7 +206,12 @@ const cases: ReadonlyArray<Case> = [
     content: joined([...lines.slice(0, 600), "x".repeat(3 * 1024 * 1024), ...lines.slice(600)]),
     refused: { line: 601, reason: "longer than 1048576 bytes" }
   },
-  { title: "an empty file", content: "", checkpoint: { sequence: 0, hash: "0".repeat(64) } }
+  { title: "an empty file", content: "", checkpoint: { sequence: 0, hash: "0".repeat(64) } },
+  {
+    title: "lines of 900 KB, properly signed",
+    content: joined(longLines.lines),
+    checkpoint: { sequence: 12, hash: longLines.last }
+  }
 ]
 
 describe("gateway verify-audit", () => {
