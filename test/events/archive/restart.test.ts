@@ -48,7 +48,8 @@ const start = async (storage: StorageConfig, configKey: string, url: string) => 
         "    audit_archive:",
         `      url: ${url}`,
         `      key_id: ${KEY_ID}`,
-        "      signing_key: ${AUDIT_KEY}",
+        // The key through ${VAR} expansion, as an operator gives it.
+        `      signing_key: $${"{AUDIT_KEY}"}`,
         `      ca_file: ${ca.caFile}`,
         ""
       ].join("\n")
