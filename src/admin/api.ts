@@ -48,6 +48,46 @@ export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("AdminAuth", {
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
+/**
+ * `GET /api/v1/approvals/delivery` is for the `admin` and the `security_reviewer` roles: the same
+ * token check as `AdminAuth`, holding all the scopes of either role.
+ */
+export class DeliveryAuth extends HttpApiMiddleware.Tag<DeliveryAuth>()("DeliveryAuth", {
+  failure: Schema.Union(Unauthorized, Forbidden),
+  provides: AdminCaller,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+const QueueStatus = Schema.Struct({
+  enabled: Schema.Boolean,
+  pending: Schema.NullOr(Schema.Int).annotations({
+    description: "Events committed and not yet acknowledged; null when this queue cannot report it"
+  }),
+  failed: Schema.NullOr(Schema.Int).annotations({
+    description: "Of those, events whose delivery failed and waits for a retry"
+  }),
+  oldest_pending_age_seconds: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String).annotations({
+    description: "Class of the last failure of a pending event: http_<status>, timeout, tls, connect, dns"
+  })
+})
+
+export const DeliveryStatusRecord = Schema.Struct({ notifications: QueueStatus, archive: QueueStatus })
+
+/** `/api/v1/approvals/delivery`: how approval webhooks and the audit archive are keeping up. */
+export class ApprovalDeliveryApi extends HttpApiGroup.make("approvalDelivery")
+  .add(
+    HttpApiEndpoint.get("delivery", "/approvals/delivery")
+      .addSuccess(DeliveryStatusRecord)
+      .annotate(
+        OpenApi.Summary,
+        "Approval webhook and audit archive queues: enabled, pending and failed counts, oldest pending age, last error class"
+      )
+  )
+  .addError(BadRequest)
+  .middleware(DeliveryAuth)
+  .prefix("/api/v1") {}
+
 const IdPath = Schema.Struct({ id: Schema.String })
 const IfMatch = Schema.Struct({
   "if-match": Schema.optional(Schema.String).annotations({ description: 'The revision you read, e.g. "3"' })
@@ -170,6 +210,7 @@ export class IdentityProvidersApi extends HttpApiGroup.make("identityProviders")
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
   .add(IdentityProvidersApi)
+  .add(ApprovalDeliveryApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(

@@ -19,7 +19,8 @@ import type { GenerationServices } from "../runtime/generation-layer.js"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { hasControlCharacter } from "../text.js"
 import { ManagementApi, openApiPath } from "./api.js"
-import { AdminAuthLive } from "./auth.js"
+import { ApprovalDeliveryLive } from "./approval-delivery.js"
+import { AdminAuthLive, DeliveryAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
@@ -95,7 +96,8 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
     const api = HttpApiBuilder.api(ManagementApi).pipe(
       Layer.provide(IdentitiesLive),
       Layer.provide(IdentityProvidersLive),
-      Layer.provide(AdminAuthLive),
+      Layer.provide(ApprovalDeliveryLive),
+      Layer.provide(Layer.merge(AdminAuthLive, DeliveryAuthLive)),
       Layer.provide(services)
     )
     const built = yield* Layer.build(

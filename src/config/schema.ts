@@ -88,7 +88,7 @@ export const PolicyChanges = Schema.Struct({
   require_step_up: withDefault(Schema.Boolean, () => false)
 })
 
-export const Notifications = Schema.Struct({ url: Url, secret: Secret })
+export const Notifications = Schema.Struct({ url: Url, secret: Secret, ca_file: Schema.optional(NonEmpty) })
 
 export const AuditArchive = Schema.Struct({
   url: Url,

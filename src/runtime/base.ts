@@ -6,7 +6,8 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
-import { Archive, ArchiveWorker, archiveSettingsLayer } from "../events/archive/service.js"
+import { Archive, ArchiveDeliveryLive, ArchiveWorker, archiveSettingsLayer } from "../events/archive/service.js"
+import { NotifierLive } from "../events/notifier.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
@@ -21,6 +22,7 @@ import { GroupRepo } from "../store/groups.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
 import { MembershipRepo } from "../store/memberships.js"
+import { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SigningKeyRepo } from "../store/signing-keys.js"
 
@@ -49,13 +51,16 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   )
   // The stored identity connections: applied at once, so process-wide like the policy.
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
-  // Write approvals outlive reloads: their store, the service and its maintenance are process-wide.
-  const approvals = ApprovalMaintenance(config).pipe(
+  // Write approvals outlive reloads: their store, the service and its maintenance are process-wide;
+  // so are approval webhooks (static settings): the worker lives as long as the process.
+  const delivery = NotifierLive(config).pipe(Layer.provideMerge(NotificationDeliveryRepo.Default))
+  const approvals = Layer.merge(ApprovalMaintenance(config), delivery).pipe(
     Layer.provideMerge(Approvals.Default),
     Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default))
   )
-  // The audit archive reads the approval outbox; its settings are static (`admin`), so it is process-wide too.
-  const archive = ArchiveWorker.pipe(
+  // The audit archive reads the approval outbox; its settings are static (`admin`), so it is process-wide
+  // too. It reports its own part of the delivery status.
+  const archive = Layer.merge(ArchiveWorker, ArchiveDeliveryLive).pipe(
     Layer.provideMerge(Archive.Default),
     Layer.provide(Layer.merge(ArchiveRepo.Default, archiveSettingsLayer(config)))
   )

@@ -9,6 +9,8 @@ import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
 import type { Archive } from "../events/archive/service.js"
+import type { ArchiveDelivery } from "../events/delivery-status.js"
+import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
@@ -28,6 +30,7 @@ import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
 import type { MembershipRepo } from "../store/memberships.js"
+import type { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
 import type { Store } from "../store/store.js"
@@ -61,6 +64,9 @@ export type BaseServices =
   | ApprovalRepo
   | ApprovalEventRepo
   | Archive
+  | NotificationDeliveryRepo
+  | Notifier
+  | ArchiveDelivery
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -20,6 +20,7 @@ describe("the Management API's OpenAPI document", () => {
   it("names every endpoint, the bearer security and the error statuses", () => {
     const paths = Object.keys(committed.paths).sort()
     expect(paths).toEqual([
+      "/api/v1/approvals/delivery",
       "/api/v1/identities",
       "/api/v1/identities/groups",
       "/api/v1/identities/groups/{id}",

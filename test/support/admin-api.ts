@@ -79,14 +79,15 @@ export const signInForAdminToken = (
   username: string,
   password: string,
   totp: { secret?: Uint8Array } = {},
-  nowMs = 0
+  nowMs = 0,
+  scope = "gateway:admin"
 ) =>
   Effect.promise(async () => {
     const browser = new Browser(gateway.baseUrl)
     const redirectUri = "http://127.0.0.1:50002/callback"
     const { response, verifier } = await beginCodeFlow(browser, redirectUri, {
       client_id: "admin-cli",
-      scope: "gateway:admin",
+      scope,
       resource: gateway.adminUrl,
       state: "s"
     })

@@ -12,6 +12,7 @@ import { PendingAuthorizations } from "../../auth/pending.js"
 import { authSettings } from "../../auth/settings.js"
 import { Config } from "../../config/service.js"
 import { sha256Hex } from "../../crypto/hashing.js"
+import { Notifier } from "../../events/notifier.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import type { ApprovalRow } from "../../store/approvals.js"
 import { UserRepo } from "../../store/users.js"
@@ -135,7 +136,8 @@ export const detailEndpoint = answerPage(
         reject: pending && reviewRefusal(row, reviewer, "reject") === undefined,
         revoke: row.state === "approved" && reviewRefusal(row, reviewer, "revoke") === undefined
       },
-      notice
+      notice,
+      yield* (yield* Notifier).failuresOf(row.id)
     )
   })
 ).pipe(Effect.withSpan("approvals.detailEndpoint"))

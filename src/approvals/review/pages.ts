@@ -1,5 +1,6 @@
 import { Html, html, page } from "../../auth/pages/html.js"
 import type { ApprovalRow, VoteRow } from "../../store/approvals.js"
+import type { FailingDelivery } from "../../store/notification-deliveries.js"
 
 /** One approval as the review pages show it. */
 export interface ReviewItem {
@@ -51,13 +52,15 @@ export const detailPage = (
   votes: ReadonlyArray<VoteRow>,
   args: string | undefined,
   actions: DetailActions,
-  notice: string | undefined
+  notice: string | undefined,
+  deliveryFailures: ReadonlyArray<FailingDelivery> = []
 ) => {
   const { row } = item
   return page(
     `Approval for ${row.exposed_name}`,
     html`<h1>Write approval</h1>
 ${notice === undefined ? "" : html`<p class="notice" id="notice">${notice}</p>`}
+${deliveryFailures.map((failing) => html`<p class="error" id="delivery-failing">The approval webhook could not deliver an event of this approval yet: ${failing.attempts} attempt(s), last error <code>${failing.last_error}</code>; next attempt ${when(failing.next_attempt_at)}. Reviewers may not have been notified.</p>`)}
 <table id="approval">
 <tr><td>Tool</td><td id="tool"><code>${row.tool}</code> on backend <code>${row.backend}</code></td></tr>
 <tr><td>State</td><td id="state">${stateLabel(row)}</td></tr>

@@ -3,6 +3,7 @@ import { readCaBundle } from "../../bearer/external-jwks-fetch.js"
 import type { GatewayConfig } from "../../config/schema.js"
 import { ApprovalEventRepo } from "../../store/approval-events.js"
 import { ArchiveRepo, type NewArchiveEntry } from "../../store/archive-entries.js"
+import { ArchiveDelivery } from "../delivery-status.js"
 import { securityEvent } from "../security-log.js"
 import { entryOfEvent, isArchived } from "./entry-of-event.js"
 import { GENESIS_HASH, serializeEntry } from "./format.js"
@@ -197,4 +198,10 @@ export const ArchiveWorker = Layer.scopedDiscard(
     )
     yield* Effect.forkScoped(Effect.forever(pass))
   })
+)
+
+/** The archive's part of `GET /api/v1/approvals/delivery` (src/events/delivery-status.ts). */
+export const ArchiveDeliveryLive = Layer.effect(
+  ArchiveDelivery,
+  Effect.map(Archive, (archive) => ({ report: archive.report() }))
 )

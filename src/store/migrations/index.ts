@@ -15,6 +15,7 @@ import approvals from "./0012_approvals.js"
 import directoryMemberships from "./0013_directory_memberships.js"
 import approvalsOpen from "./0014_approvals_open.js"
 import approvalEvents from "./0016_approval_events.js"
+import notificationDeliveries from "./0017_notification_deliveries.js"
 import auditArchive from "./0018_audit_archive.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
@@ -41,5 +42,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_directory_memberships": directoryMemberships,
   "0014_approvals_open": approvalsOpen,
   "0016_approval_events": approvalEvents,
+  "0017_notification_deliveries": notificationDeliveries,
   "0018_audit_archive": auditArchive
 }
