@@ -33,7 +33,14 @@ const row: ApprovalRow = {
   result_sealed: null,
   revision: 1
 }
-const actions = { csrf: "c", approve: false, reject: false, revoke: false }
+const actions = {
+  csrf: "c",
+  approve: false,
+  stepUpUrl: undefined,
+  approveBlocked: undefined,
+  reject: false,
+  revoke: false
+}
 const text = (response: ReturnType<typeof detailPage>) =>
   new TextDecoder().decode((response.body as { readonly body: Uint8Array }).body)
 
