@@ -70,7 +70,7 @@ export const verifyAuditCommand = Command.make(
     Effect.gen(function* () {
       const verified = yield* Effect.tryPromise({
         try: () => verifyArchiveFile(file, keys, after),
-        catch: (error) => new ArchiveRefused({ message: `${file}: cannot be read: ${(error as Error).message}` })
+        catch: (error) => new ArchiveRefused({ message: `${file}: not verified: ${(error as Error).message}` })
       })
       if (!verified.ok) {
         const where = verified.line > 0 ? `${file}:${verified.line}` : file
