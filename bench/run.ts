@@ -20,7 +20,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "directory", load: () => import("./directory.js") },
   { name: "approvals", load: () => import("./approvals.js") },
   { name: "answers", load: () => import("./answers.js") },
-  { name: "webhooks", load: () => import("./webhooks.js") }
+  { name: "webhooks", load: () => import("./webhooks.js") },
+  { name: "audit", load: () => import("./audit.js") }
 ]
 
 const picked = process.argv.slice(2)

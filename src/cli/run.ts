@@ -13,6 +13,7 @@ import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
 import { validateCommand } from "./validate.js"
+import { verifyAuditCommand } from "./verify-audit.js"
 
 export { version }
 
@@ -89,7 +90,8 @@ export const rootCommand = (extraRoutes?: ExtraRoutes) =>
       adminLoginCommand,
       adminCommand,
       devTokenCommand,
-      connectCommand
+      connectCommand,
+      verifyAuditCommand
     ])
   )
 

@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { parseArchiveSigningKey } from "../events/archive/signing-key.js"
 import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUnlessLoopback } from "./address.js"
 import { type Rule, rule, when } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
@@ -73,22 +74,14 @@ export const webhookSecure = rule("webhookSecure", ["admin"], ({ admin }) => {
   ]
 })
 
-const base64 = /^[A-Za-z0-9+/]+={0,2}$/
-
-/** Spec Limits: "Audit signing key — 64 bytes Ed25519 private (Base64)". */
-export const signingKeyBytes = (text: string): number | undefined =>
-  base64.test(text) && text.replace(/=+$/, "").length % 4 !== 1 ? Buffer.from(text, "base64").length : undefined
-
+/** Spec Limits: "Audit signing key — 64 bytes Ed25519 private (Base64)", the seed then its own public key. */
 export const auditArchiveValid = rule("auditArchiveValid", ["admin"], ({ admin }) => {
   const archive = admin.approvals.audit_archive
   if (archive === undefined) return []
-  const bytes = signingKeyBytes(Redacted.value(archive.signing_key))
+  const key = parseArchiveSigningKey(Redacted.value(archive.signing_key))
   return [
-    ...when("admin.approvals.audit_archive.url", requireHttps(archive.url)),
-    ...when(
-      "admin.approvals.audit_archive.signing_key",
-      bytes === 64 ? undefined : "expected the Base64 encoding of exactly 64 bytes (Ed25519 private key)"
-    )
+    ...when("admin.approvals.audit_archive.url", requireHttps(archive.url) ?? bareEndpoint(archive.url)),
+    ...when("admin.approvals.audit_archive.signing_key", typeof key === "string" ? key : undefined)
   ]
 })
 

@@ -99,7 +99,12 @@ export const PolicyChanges = Schema.Struct({
 
 export const Notifications = Schema.Struct({ url: Url, secret: Secret, ca_file: Schema.optional(NonEmpty) })
 
-export const AuditArchive = Schema.Struct({ url: Url, key_id: NonEmpty, signing_key: Secret })
+export const AuditArchive = Schema.Struct({
+  url: Url,
+  key_id: NonEmpty,
+  signing_key: Secret,
+  ca_file: Schema.optional(NonEmpty)
+})
 
 export const Admin = Schema.Struct({
   mode: withDefault(Schema.Literal("local", "remote"), () => "local" as const),

@@ -6,7 +6,7 @@ import type { GatewayConfig } from "../config/schema.js"
 import { ConfigKey } from "../crypto/config-key.js"
 import { Sealer } from "../crypto/sealer.js"
 import { Signer } from "../crypto/signer.js"
-import { archiveFromConfiguration } from "../events/delivery-status.js"
+import { Archive, ArchiveDeliveryLive, ArchiveWorker, archiveSettingsLayer } from "../events/archive/service.js"
 import { NotifierLive } from "../events/notifier.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
@@ -16,6 +16,7 @@ import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
 import { ApprovalEventRepo } from "../store/approval-events.js"
 import { ApprovalRepo } from "../store/approvals.js"
+import { ArchiveRepo } from "../store/archive-entries.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
@@ -55,17 +56,22 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
   const connections = IdentityProviders.Default.pipe(Layer.provideMerge(IdentityProviderRepo.Default))
   // Write approvals outlive reloads: their store, the service and its maintenance are process-wide;
   // so are approval webhooks (static settings): the worker lives as long as the process.
-  const delivery = Layer.mergeAll(NotifierLive(config), archiveFromConfiguration(config)).pipe(
-    Layer.provideMerge(NotificationDeliveryRepo.Default)
-  )
+  const delivery = NotifierLive(config).pipe(Layer.provideMerge(NotificationDeliveryRepo.Default))
   const approvals = Layer.merge(ApprovalMaintenance(config), delivery).pipe(
     Layer.provideMerge(Approvals.Default),
     Layer.provideMerge(Layer.merge(ApprovalRepo.Default, ApprovalEventRepo.Default))
   )
-  // Memory held for backend answers is counted once per process, across generations.
-  return Layer.mergeAll(connections, DirectorySnapshots.Default, approvals, AnswerBudgetTag.Live).pipe(
-    Layer.provideMerge(access),
-    Layer.provideMerge(authBaseLayer),
-    Layer.provideMerge(signer)
+  // The audit archive reads the approval outbox; its settings are static (`admin`), so it is process-wide
+  // too. It reports its own part of the delivery status.
+  const archive = Layer.merge(ArchiveWorker, ArchiveDeliveryLive).pipe(
+    Layer.provideMerge(Archive.Default),
+    Layer.provide(Layer.merge(ArchiveRepo.Default, archiveSettingsLayer(config)))
   )
+  // Memory held for backend answers is counted once per process, across generations.
+  return Layer.mergeAll(
+    connections,
+    DirectorySnapshots.Default,
+    archive.pipe(Layer.provideMerge(approvals)),
+    AnswerBudgetTag.Live
+  ).pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

@@ -8,6 +8,7 @@ import { Config, type LoadedConfig } from "../config/service.js"
 import type { ConfigKey } from "../crypto/config-key.js"
 import type { Sealer } from "../crypto/sealer.js"
 import type { Signer } from "../crypto/signer.js"
+import type { Archive } from "../events/archive/service.js"
 import type { ArchiveDelivery } from "../events/delivery-status.js"
 import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
@@ -66,6 +67,7 @@ export type BaseServices =
   | ApprovalRepo
   | AnswerBudgetTag
   | ApprovalEventRepo
+  | Archive
   | NotificationDeliveryRepo
   | Notifier
   | ArchiveDelivery

@@ -449,7 +449,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
 
     /**
      * Retention: finished approvals older than `before` are deleted with their votes; each operation key
-     * stays behind as a tombstone. Returns how many were dropped.
+     * stays behind as a tombstone. One with an audit archive entry the receiver has not acknowledged
+     * stays whole until it is (docs/audit-archive.md, "Shipping"). Returns how many were dropped.
      */
     const purge = Effect.fn("ApprovalRepo.purge")(function* (before: Date, batch: number) {
       const stamp = toStoredTimestamp(before)
@@ -457,6 +458,8 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
         // Only what a tombstone keeps: the sealed columns stay on disk, unread.
         const rows = yield* sql`SELECT id, operation_key, state, finished_at FROM approvals
           WHERE state IN ${sql.in(finishedStates)} AND finished_at < ${stamp}
+          AND NOT EXISTS (SELECT 1 FROM archive_entries
+            WHERE archive_entries.approval_id = approvals.id AND archive_entries.acknowledged_at IS NULL)
           ORDER BY finished_at LIMIT ${batch}`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(Purged))))
         if (rows.length === 0) return 0
         const keyed = rows.filter((row) => row.operation_key !== null)

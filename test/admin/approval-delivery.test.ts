@@ -2,9 +2,9 @@
  * `GET /api/v1/approvals/delivery` (docs/management-api.md): the approval webhook and audit archive
  * queues' figures, for the `admin` and `security_reviewer` roles only, on SQLite and PostgreSQL.
  */
-import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
+import { signingKey64 } from "../fixtures/config/base.js"
 import { addLocalUser, adminToken, managementApi, signInForAdminToken } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
 import { grantAccessTo } from "../support/grants.js"
@@ -13,7 +13,7 @@ import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
 const PATH = "/api/v1/approvals/delivery"
 const notConfigured = {
   notifications: { enabled: false, pending: 0, failed: 0, oldest_pending_age_seconds: null, last_error: null },
-  archive: { enabled: false, pending: null, failed: null, oldest_pending_age_seconds: null, last_error: null }
+  archive: { enabled: false, pending: 0, failed: 0, oldest_pending_age_seconds: null, last_error: null }
 }
 
 describe.each(storeKinds)("Management API: approval delivery status (%s)", (kind) => {
@@ -52,7 +52,7 @@ describe.each(storeKinds)("Management API: approval delivery status (%s)", (kind
       })
   )
 
-  it.scoped("reports each queue as configured: notifications from its store, the archive without invented counts", () =>
+  it.scoped("reports each queue as configured: notifications and the audit archive from their stores", () =>
     Effect.gen(function* () {
       const gateway = yield* oauthGateway({
         kind,
@@ -63,7 +63,7 @@ describe.each(storeKinds)("Management API: approval delivery status (%s)", (kind
               audit_archive: {
                 url: "https://127.0.0.1:9/archive",
                 key_id: "k1",
-                signing_key: randomBytes(64).toString("base64")
+                signing_key: signingKey64
               }
             }
           }
@@ -74,7 +74,7 @@ describe.each(storeKinds)("Management API: approval delivery status (%s)", (kind
         status: 200,
         body: {
           notifications: { enabled: true, pending: 0, failed: 0, oldest_pending_age_seconds: null, last_error: null },
-          archive: { enabled: true, pending: null, failed: null }
+          archive: { enabled: true, pending: 0, failed: 0, oldest_pending_age_seconds: null, last_error: null }
         }
       })
     })

@@ -190,7 +190,7 @@ describe("cross-field rules (docs/configuration.md)", () => {
     }
   })
 
-  it("the archive URL is https and the signing key Base64 of exactly 64 bytes", () => {
+  it("the archive URL is https and the signing key Base64 of exactly 64 bytes whose public half belongs to the seed", () => {
     const archive = (url: string, signing_key: string) => ({
       admin: { approvals: { audit_archive: { url, key_id: "k", signing_key } } }
     })
@@ -199,8 +199,15 @@ describe("cross-field rules (docs/configuration.md)", () => {
       run(admin.auditArchiveValid, archive("http://archive.example.com", Buffer.alloc(32).toString("base64")))
     ).toEqual([
       "admin.approvals.audit_archive.url: must use https (got http)",
-      "admin.approvals.audit_archive.signing_key: expected the Base64 encoding of exactly 64 bytes (Ed25519 private key)"
+      "admin.approvals.audit_archive.signing_key: expected the Base64 encoding of exactly 64 bytes (Ed25519 private key: seed then public key)"
     ])
+    const mismatched = Buffer.from(signingKey64, "base64")
+    mismatched[40] = (mismatched[40] ?? 0) ^ 1
+    expect(run(admin.auditArchiveValid, archive("https://archive.example.com", mismatched.toString("base64")))).toEqual(
+      [
+        "admin.approvals.audit_archive.signing_key: the public half (bytes 33-64) does not belong to the seed (bytes 1-32): was the key pasted from two different keys?"
+      ]
+    )
     expect(
       run(admin.auditArchiveValid, archive("https://archive.example.com", `${signingKey64.slice(0, -4)}!!==`))
     ).toHaveLength(1)

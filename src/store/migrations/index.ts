@@ -17,6 +17,7 @@ import approvalsOpen from "./0014_approvals_open.js"
 import groupNameKeys from "./0015_group_name_keys.js"
 import approvalEvents from "./0016_approval_events.js"
 import notificationDeliveries from "./0017_notification_deliveries.js"
+import auditArchive from "./0018_audit_archive.js"
 import directoryResetAndRequester from "./0019_directory_reset_and_requester.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
@@ -45,5 +46,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0015_group_name_keys": groupNameKeys,
   "0016_approval_events": approvalEvents,
   "0017_notification_deliveries": notificationDeliveries,
+  "0018_audit_archive": auditArchive,
   "0019_directory_reset_and_requester": directoryResetAndRequester
 }

@@ -1,0 +1,85 @@
+import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Console, Data, Effect, Option } from "effect"
+import type { Checkpoint } from "../events/archive/chain.js"
+import { verifyArchiveFile } from "../events/archive/verify-file.js"
+
+/**
+ * `gateway verify-audit --file <jsonl> --key <ID>=<BASE64_PUBLIC_KEY> … [--after-sequence <n> --after-hash
+ * <hash>]` (docs/audit-archive.md, "Verifying"). Exit 0: every line holds, and standard output says the
+ * next checkpoint; 1: the file is refused (`<file>:<line>: <reason>` on standard error) or unreadable;
+ * 2: a usage error.
+ */
+
+export class ArchiveRefused extends Data.TaggedError("ArchiveRefused")<{ readonly message: string }> {}
+
+const usage = (text: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(text)))
+
+const hex64 = /^[0-9a-f]{64}$/
+const keyText = /^([^=]+)=([A-Za-z0-9+/]{43}=)$/
+
+const keysOption = Options.text("key").pipe(
+  Options.atLeast(1),
+  Options.withDescription("A key id and its 32-byte Ed25519 public key in Base64, as <ID>=<BASE64> (repeatable)"),
+  Options.mapEffect((texts) => {
+    const keys = new Map<string, string>()
+    for (const text of texts) {
+      const match = keyText.exec(text)
+      if (match === null || Buffer.from(match[2] as string, "base64").length !== 32) {
+        return usage("--key expects <ID>=<BASE64> where BASE64 is a 32-byte Ed25519 public key (44 characters)")
+      }
+      const [, id, key] = match as unknown as readonly [string, string, string]
+      if (keys.has(id) && keys.get(id) !== key) return usage(`--key ${id} is given twice with different keys`)
+      keys.set(id, key)
+    }
+    return Effect.succeed(keys)
+  })
+)
+
+const checkpointOption = Options.all({
+  sequence: Options.text("after-sequence").pipe(
+    Options.optional,
+    Options.withDescription("The sequence of the checkpoint kept from an earlier run")
+  ),
+  hash: Options.text("after-hash").pipe(
+    Options.optional,
+    Options.withDescription("The hash of the checkpoint kept from an earlier run (64 hex digits)")
+  )
+}).pipe(
+  Options.mapEffect(({ sequence, hash }): Effect.Effect<Checkpoint | undefined, ValidationError.ValidationError> => {
+    if (Option.isNone(sequence) && Option.isNone(hash)) return Effect.succeed(undefined)
+    if (Option.isNone(sequence) || Option.isNone(hash)) {
+      return usage("--after-sequence and --after-hash go together: the checkpoint is both")
+    }
+    const number = /^\d{1,16}$/.test(sequence.value) ? Number(sequence.value) : Number.NaN
+    if (!Number.isSafeInteger(number)) return usage("--after-sequence expects an integer from 0 to 2^53-1")
+    if (!hex64.test(hash.value)) return usage("--after-hash expects 64 lowercase hex digits")
+    return Effect.succeed({ sequence: number, hash: hash.value })
+  })
+)
+
+export const verifyAuditCommand = Command.make(
+  "verify-audit",
+  {
+    file: Options.file("file", { exists: "yes" }).pipe(
+      Options.withDescription("The archive file, one envelope per line")
+    ),
+    keys: keysOption,
+    after: checkpointOption
+  },
+  ({ file, keys, after }) =>
+    Effect.gen(function* () {
+      const verified = yield* Effect.tryPromise({
+        try: () => verifyArchiveFile(file, keys, after),
+        catch: (error) => new ArchiveRefused({ message: `${file}: not verified: ${(error as Error).message}` })
+      })
+      if (!verified.ok) {
+        const where = verified.line > 0 ? `${file}:${verified.line}` : file
+        return yield* new ArchiveRefused({ message: `${where}: ${verified.reason}` })
+      }
+      const { sequence, hash } = verified.checkpoint
+      yield* Console.log(`${file}: OK, ${verified.entries} entries verified`)
+      yield* Console.log(`checkpoint: --after-sequence ${sequence} --after-hash ${hash}`)
+    })
+).pipe(
+  Command.withDescription("Verify an audit archive file: signatures, hashes and the chain (exit 0 only when all hold)")
+)

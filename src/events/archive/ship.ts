@@ -1,0 +1,91 @@
+import { request } from "node:https"
+import { Effect } from "effect"
+
+/**
+ * Sends one archive envelope (docs/audit-archive.md, "Shipping"): a POST over HTTPS with the stored line
+ * as the body, the certificate and host name always verified (against `ca`, the `ca_file` certificates,
+ * instead of the system roots when given), redirects never followed. Acknowledged only by a 2xx whose
+ * body is the receipt `{"sequence": <n>, "hash": "<hex>"}` of exactly this entry; anything else is a
+ * failure with its class, which is what logs and the delivery status show (never the answer's body).
+ */
+
+export type ShipOutcome = { readonly _tag: "Acknowledged" } | { readonly _tag: "Failed"; readonly errorClass: string }
+
+/** The whole exchange, connection and answer included. */
+export const ARCHIVE_TIMEOUT_MS = 10_000
+/** A receipt is a few dozen bytes: an answer longer than this is not one. */
+const MAX_RECEIPT_BYTES = 4096
+
+const TLS_CODES = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i
+
+const classify = (error: NodeJS.ErrnoException): string => {
+  const code = error.code ?? ""
+  if (TLS_CODES.test(code) || TLS_CODES.test(error.message)) return "tls"
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "dns"
+  return "connect"
+}
+
+const failed = (errorClass: string): ShipOutcome => ({ _tag: "Failed", errorClass })
+
+/** Whether `body` is the receipt of (`sequence`, `hash`): the class of the failure, or undefined. */
+export const receiptProblem = (body: string, sequence: number, hash: string): string | undefined => {
+  let receipt: unknown
+  try {
+    receipt = JSON.parse(body)
+  } catch {
+    return "receipt_invalid"
+  }
+  if (typeof receipt !== "object" || receipt === null) return "receipt_invalid"
+  const fields = receipt as { readonly sequence?: unknown; readonly hash?: unknown }
+  return fields.sequence === sequence && fields.hash === hash ? undefined : "receipt_mismatch"
+}
+
+export const shipEnvelope = (
+  url: string,
+  envelope: string,
+  sequence: number,
+  hash: string,
+  ca: string | undefined
+): Effect.Effect<ShipOutcome> =>
+  Effect.async<ShipOutcome>((resume, signal) => {
+    const outgoing = request(
+      url,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(envelope)) },
+        signal,
+        rejectUnauthorized: true,
+        ...(ca === undefined ? {} : { ca }),
+        agent: false
+      },
+      (incoming) => {
+        const status = incoming.statusCode ?? 0
+        const chunks: Array<Buffer> = []
+        let size = 0
+        incoming.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size > MAX_RECEIPT_BYTES) incoming.destroy()
+          else chunks.push(chunk)
+        })
+        incoming.once("end", () => {
+          if (status < 200 || status >= 300) return resume(Effect.succeed(failed(`http_${status}`)))
+          const problem = receiptProblem(Buffer.concat(chunks).toString("utf8"), sequence, hash)
+          resume(Effect.succeed(problem === undefined ? { _tag: "Acknowledged" } : failed(problem)))
+        })
+        incoming.once("close", () => {
+          if (!incoming.complete)
+            resume(Effect.succeed(failed(size > MAX_RECEIPT_BYTES ? "receipt_invalid" : "connect")))
+        })
+      }
+    )
+    outgoing.once("error", (error: NodeJS.ErrnoException) => {
+      if (!signal.aborted) resume(Effect.succeed(failed(classify(error))))
+    })
+    outgoing.end(envelope)
+  }).pipe(
+    Effect.timeoutTo({
+      duration: ARCHIVE_TIMEOUT_MS,
+      onTimeout: () => failed("timeout"),
+      onSuccess: (outcome: ShipOutcome) => outcome
+    })
+  )

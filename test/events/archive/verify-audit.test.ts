@@ -1,0 +1,265 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { Checkpoint } from "../../../src/events/archive/chain.js"
+import { serializeEntry } from "../../../src/events/archive/format.js"
+import { sealEntry } from "../../../src/events/archive/signing-key.js"
+import { verifyArchiveFile } from "../../../src/events/archive/verify-file.js"
+import { archiveLines, newArchiveKey, sampleEntry } from "../../support/archive-file.js"
+import { runGatewayCommand } from "../../support/gateway-process.js"
+import { independentVerify } from "./independent-verifier.js"
+
+const dir = mkdtempSync(join(tmpdir(), "verify-audit-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+// More than two of the verifier's 256-line batches, so order across batches and workers is exercised.
+const COUNT = 700
+const key = newArchiveKey()
+const other = newArchiveKey()
+const { lines, hashes } = archiveLines(key, "k1", COUNT)
+const keys = new Map([["k1", key.publicKeyBase64]])
+
+let fileNumber = 0
+const fileOf = (content: string): string => {
+  const path = join(dir, `archive-${fileNumber++}.jsonl`)
+  writeFileSync(path, content)
+  return path
+}
+const joined = (some: ReadonlyArray<string>) => (some.length === 0 ? "" : `${some.join("\n")}\n`)
+
+/** The line whose entry is `mutate`d and then signed properly, as a signer with a bug or the key would. */
+const resigned = (sequence: number, mutate: (entry: Record<string, unknown>) => Record<string, unknown>) => {
+  const entry = JSON.parse(serializeEntry(sampleEntry(sequence, hashes[sequence - 2] as string, "k1")))
+  return sealEntry(key, JSON.stringify(mutate(entry))).line
+}
+
+interface Case {
+  readonly title: string
+  readonly content: string
+  readonly keys?: ReadonlyMap<string, string>
+  readonly after?: Checkpoint
+  /** undefined: accepted with the checkpoint given; otherwise the line refused and a part of its reason. */
+  readonly refused?: { readonly line: number; readonly reason: string }
+  readonly checkpoint?: Checkpoint
+}
+
+const edited = (() => {
+  const line = lines[99] as string
+  const at = line.indexOf("apr_25")
+  return `${line.slice(0, at)}apr_26${line.slice(at + 6)}`
+})()
+
+const reserialized = (() => {
+  const envelope = JSON.parse(lines[49] as string) as { entry: string; hash: string; signature: string }
+  const fields = JSON.parse(envelope.entry) as Record<string, unknown>
+  const reversed = Object.fromEntries(Object.entries(fields).reverse())
+  return JSON.stringify({ ...envelope, entry: JSON.stringify(reversed) })
+})()
+
+const brokenLink = (() => {
+  // Line 301 claims another predecessor; it and everything after are properly signed and chained.
+  const tail = archiveLines(key, "k1", 5, { sequence: 300, hash: "ee".repeat(32) })
+  return joined([...lines.slice(0, 300), ...tail.lines])
+})()
+
+/** 12 entries whose reasons make each line about 900 KB: more than one batch's worth of bytes per line. */
+const longLines = (() => {
+  const out: Array<string> = []
+  let previous = "0".repeat(64)
+  for (let sequence = 1; sequence <= 12; sequence++) {
+    const entry = { ...sampleEntry(sequence, previous, "k1"), reason: "why ".repeat(225_000) }
+    const sealed = sealEntry(key, serializeEntry(entry))
+    out.push(sealed.line)
+    previous = sealed.hash
+  }
+  return { lines: out, last: previous }
+})()
+
+const cases: ReadonlyArray<Case> = [
+  { title: "a good file", content: joined(lines), checkpoint: { sequence: COUNT, hash: hashes[COUNT - 1] as string } },
+  {
+    title: "one edited byte",
+    content: joined([...lines.slice(0, 99), edited, ...lines.slice(100)]),
+    refused: { line: 100, reason: "hash does not match the entry's bytes" }
+  },
+  {
+    title: "a dropped middle line",
+    content: joined([...lines.slice(0, 349), ...lines.slice(350)]),
+    refused: { line: 350, reason: "sequence 351 where 350 was expected" }
+  },
+  {
+    title: "two swapped lines",
+    content: joined([...lines.slice(0, 199), lines[200] as string, lines[199] as string, ...lines.slice(201)]),
+    refused: { line: 200, reason: "sequence 201 where 200 was expected" }
+  },
+  {
+    title: "a wrong key",
+    content: joined(lines),
+    keys: new Map([["k1", other.publicKeyBase64]]),
+    refused: { line: 1, reason: 'signature does not verify with key "k1"' }
+  },
+  {
+    title: "an unknown key id",
+    content: joined(lines),
+    keys: new Map([["k2", key.publicKeyBase64]]),
+    refused: { line: 1, reason: 'unknown key id "k1"' }
+  },
+  { title: "a broken link", content: brokenLink, refused: { line: 301, reason: "broken link" } },
+  {
+    title: "a truncated tail cut inside a line",
+    content: `${joined(lines.slice(0, 500))}${(lines[500] as string).slice(0, 120)}`,
+    refused: { line: 501, reason: "the last line has no line end" }
+  },
+  {
+    title: "a tail truncated at a line end without a checkpoint (accepted: a valid prefix)",
+    content: joined(lines.slice(0, 500)),
+    checkpoint: { sequence: 500, hash: hashes[499] as string }
+  },
+  {
+    title: "a tail truncated at a line end with the checkpoint of the whole file",
+    content: joined(lines.slice(0, 500)),
+    after: { sequence: COUNT, hash: hashes[COUNT - 1] as string },
+    refused: { line: 0, reason: "ends at sequence 500, before the checkpoint's sequence 700" }
+  },
+  {
+    title: "a checkpoint the file reaches with another hash",
+    content: joined(lines),
+    after: { sequence: 400, hash: "ab".repeat(32) },
+    refused: { line: 400, reason: "the checkpoint says" }
+  },
+  {
+    title: "a file continuing from its checkpoint",
+    content: joined(lines.slice(400)),
+    after: { sequence: 400, hash: hashes[399] as string },
+    checkpoint: { sequence: COUNT, hash: hashes[COUNT - 1] as string }
+  },
+  {
+    title: "a file starting in the middle without a checkpoint",
+    content: joined(lines.slice(400)),
+    refused: { line: 1, reason: "starts at sequence 401, not 1" }
+  },
+  {
+    title: "a re-serialized entry (same JSON, other key order)",
+    content: joined([...lines.slice(0, 49), reserialized, ...lines.slice(50)]),
+    refused: { line: 50, reason: "hash does not match the entry's bytes" }
+  },
+  {
+    title: "a re-serialized entry with its hash recomputed",
+    content: (() => {
+      const envelope = JSON.parse(reserialized) as { entry: string; signature: string }
+      const hash = sealEntry(other, envelope.entry).hash
+      return joined([...lines.slice(0, 49), JSON.stringify({ ...envelope, hash }), ...lines.slice(50)])
+    })(),
+    refused: { line: 50, reason: 'signature does not verify with key "k1"' }
+  },
+  {
+    title: "invalid JSON",
+    content: joined([...lines.slice(0, 9), '{"entry": "x",', ...lines.slice(10)]),
+    refused: { line: 10, reason: "not JSON" }
+  },
+  {
+    title: "a wrongly typed sequence, properly signed",
+    content: joined([
+      ...lines.slice(0, 9),
+      resigned(10, (entry) => ({ ...entry, sequence: "10" })),
+      ...lines.slice(10)
+    ]),
+    refused: { line: 10, reason: "entry: sequence is not an integer" }
+  },
+  {
+    title: "a huge sequence number, properly signed",
+    content: joined([
+      ...lines.slice(0, 9),
+      resigned(10, (entry) => ({ ...entry, sequence: 1e300 })),
+      ...lines.slice(10)
+    ]),
+    refused: { line: 10, reason: "entry: sequence is not an integer" }
+  },
+  {
+    title: "an extra field in the entry, properly signed",
+    content: joined([...lines.slice(0, 9), resigned(10, (entry) => ({ ...entry, arguments: {} })), ...lines.slice(10)]),
+    refused: { line: 10, reason: "entry: expected exactly the fields" }
+  },
+  {
+    title: "an envelope of other types",
+    content: joined([...lines.slice(0, 2), '{"entry":{},"hash":1,"signature":null}', ...lines.slice(3)]),
+    refused: { line: 3, reason: "envelope: entry is not a string" }
+  },
+  {
+    title: "a JSON array line",
+    content: joined([...lines.slice(0, 2), "[1,2,3]", ...lines.slice(3)]),
+    refused: { line: 3, reason: "envelope: expected an object" }
+  },
+  {
+    title: "a byte outside printable ASCII",
+    content: joined([...lines.slice(0, 4), `${lines[4]}\u00e9`, ...lines.slice(5)]),
+    refused: { line: 5, reason: "outside printable ASCII" }
+  },
+  {
+    title: "an empty line",
+    content: joined([...lines.slice(0, 4), "", ...lines.slice(4)]),
+    refused: { line: 5, reason: "empty line" }
+  },
+  {
+    title: "a huge line",
+    content: joined([...lines.slice(0, 600), "x".repeat(3 * 1024 * 1024), ...lines.slice(600)]),
+    refused: { line: 601, reason: "longer than 1048576 bytes" }
+  },
+  { title: "an empty file", content: "", checkpoint: { sequence: 0, hash: "0".repeat(64) } },
+  {
+    title: "lines of 900 KB, properly signed",
+    content: joined(longLines.lines),
+    checkpoint: { sequence: 12, hash: longLines.last }
+  }
+]
+
+describe("gateway verify-audit", () => {
+  for (const testCase of cases) {
+    const expected = testCase.refused === undefined ? "accepted" : "refused with its line and reason"
+    it(`${testCase.title}: ${expected}, and the independent verifier agrees`, async () => {
+      const path = fileOf(testCase.content)
+      const verdict = await verifyArchiveFile(path, testCase.keys ?? keys, testCase.after, 2)
+      const independent = independentVerify(path, Object.fromEntries(testCase.keys ?? keys), testCase.after)
+      if (testCase.refused === undefined) {
+        expect(verdict).toEqual({ ok: true, entries: expect.any(Number), checkpoint: testCase.checkpoint })
+        expect(independent).toEqual({ ok: true, ...testCase.checkpoint })
+      } else {
+        expect(verdict).toEqual({ ok: false, line: testCase.refused.line, reason: expect.any(String) })
+        if (!verdict.ok) expect(verdict.reason).toContain(testCase.refused.reason)
+        expect(independent).toEqual({ ok: false, line: testCase.refused.line })
+      }
+    })
+  }
+
+  it("the executable prints the next checkpoint and exits 0 on a good file, names the line and exits 1 on an edited one", async () => {
+    const good = fileOf(joined(lines.slice(0, 20)))
+    const accepted = await runGatewayCommand(["verify-audit", "--file", good, "--key", `k1=${key.publicKeyBase64}`])
+    expect(accepted.code).toBe(0)
+    expect(accepted.stdout).toContain(`${good}: OK, 20 entries verified`)
+    expect(accepted.stdout).toContain(`checkpoint: --after-sequence 20 --after-hash ${hashes[19]}`)
+
+    const bad = fileOf(joined([...lines.slice(0, 9), resigned(10, (entry) => ({ ...entry, sequence: 11 }))]))
+    const refused = await runGatewayCommand(["verify-audit", "--file", bad, "--key", `k1=${key.publicKeyBase64}`])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`gateway: ${bad}:10: sequence 11 where 10 was expected`)
+  })
+
+  it("a malformed --key or a checkpoint given by halves is a usage error (exit 2)", async () => {
+    const good = fileOf(joined(lines.slice(0, 2)))
+    const badKey = await runGatewayCommand(["verify-audit", "--file", good, "--key", "k1=abc"])
+    expect(badKey.code).toBe(2)
+    expect(badKey.stdout + badKey.stderr).toContain("--key expects <ID>=<BASE64>")
+    const half = await runGatewayCommand([
+      "verify-audit",
+      "--file",
+      good,
+      "--key",
+      `k1=${key.publicKeyBase64}`,
+      "--after-sequence",
+      "99999999999999999999"
+    ])
+    expect(half.code).toBe(2)
+    expect(half.stdout + half.stderr).toContain("--after-sequence and --after-hash go together")
+  })
+})
