@@ -3,7 +3,8 @@
  * redirect is a failure and is never followed (the address it names gets nothing), and a receiver slower
  * than 10 s fails as `timeout` at 10 s on the TestClock, not a moment before.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:https"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
