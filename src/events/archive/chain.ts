@@ -10,7 +10,8 @@ export interface Checkpoint {
  * The in-order half of verification (docs/audit-archive.md, "Verifying"): every entry's sequence is the
  * one before plus one and its `previous_hash` is the one before's hash. The first entry is sequence 1
  * (after the all-zero genesis hash) or, given a checkpoint, the one right after it; a file that starts at
- * sequence 1 must pass through the checkpoint with the same hash, and may not end before it.
+ * sequence 1 must pass through the checkpoint with the same hash, and may not end before it; an empty file
+ * is refused when a checkpoint past sequence 0 is given.
  */
 export class ChainCheck {
   private last: Checkpoint | undefined
@@ -34,7 +35,11 @@ export class ChainCheck {
   /** Why the file may not end here, or the checkpoint to keep for the next run. */
   end(): Checkpoint | string {
     const after = this.after
-    if (this.last === undefined) return after ?? { sequence: 0, hash: GENESIS_HASH }
+    if (this.last === undefined) {
+      if (after === undefined || after.sequence === 0) return after ?? { sequence: 0, hash: GENESIS_HASH }
+      // An archive emptied (or replaced by an empty file) would otherwise pass with the checkpoint unchanged.
+      return `the file holds no entry, but the checkpoint is at sequence ${after.sequence}: entries were removed`
+    }
     if (after !== undefined && this.startedAtOne && this.last.sequence < after.sequence) {
       return `line ${this.lastLine}: the file ends at sequence ${this.last.sequence}, before the checkpoint's sequence ${after.sequence}: entries were removed from its end`
     }

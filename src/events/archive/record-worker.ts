@@ -96,6 +96,11 @@ export function recordWorker(load: NodeJS.Require): void {
     if (typeof signature !== "string" || !signatureText.test(signature)) {
       return "envelope: signature is not the Base64 of 64 bytes"
     }
+    // The envelope exactly as the gateway writes it: a line carrying a field twice (JSON.parse keeps the
+    // last) or spelled differently would put bytes nobody signed into a verified file.
+    if (line !== JSON.stringify({ entry, hash, signature })) {
+      return "envelope: not written as the gateway writes it (entry, hash, signature in that order, no spaces, each once)"
+    }
     const digest = createHash("sha256").update(entry, "latin1").digest()
     if (digest.toString("hex") !== hash) return "hash does not match the entry's bytes (altered or re-serialized)"
     let fieldsOf: unknown

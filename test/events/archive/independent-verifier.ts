@@ -81,6 +81,7 @@ export const independentVerify = (
     if (!exactly(envelope, ["entry", "hash", "signature"])) return refuse
     const { entry, hash, signature } = envelope
     if (typeof entry !== "string" || typeof hash !== "string" || typeof signature !== "string") return refuse
+    if (line !== JSON.stringify({ entry, hash, signature })) return refuse
     if (!/^[\x20-\x7e]*$/.test(entry)) return refuse
     const digest = createHash("sha256").update(Buffer.from(entry, "latin1")).digest()
     if (!HEX.test(hash) || digest.toString("hex") !== hash) return refuse
@@ -112,7 +113,10 @@ export const independentVerify = (
     last = { sequence, hash }
   }
   if (cut) return { ok: false, line: lines.length + 1 }
-  if (last === undefined) return { ok: true, ...(checkpoint ?? { sequence: 0, hash: ZERO }) }
+  if (last === undefined) {
+    if (checkpoint !== undefined && checkpoint.sequence > 0) return { ok: false, line: 0 }
+    return { ok: true, ...(checkpoint ?? { sequence: 0, hash: ZERO }) }
+  }
   if (checkpoint !== undefined && startedAtOne && last.sequence < checkpoint.sequence) {
     return { ok: false, line: 0 }
   }

@@ -208,6 +208,33 @@ const cases: ReadonlyArray<Case> = [
   },
   { title: "an empty file", content: "", checkpoint: { sequence: 0, hash: "0".repeat(64) } },
   {
+    title: "an emptied file with the checkpoint of the whole one",
+    content: "",
+    after: { sequence: COUNT, hash: hashes[COUNT - 1] as string },
+    refused: { line: 0, reason: "the file holds no entry, but the checkpoint is at sequence" }
+  },
+  {
+    title: "an envelope carrying entry twice (the second one signed)",
+    content: joined([
+      ...lines.slice(0, 9),
+      `{"entry":${JSON.stringify('{"sequence":10}')},${(lines[9] as string).slice(1)}`,
+      ...lines.slice(10)
+    ]),
+    refused: { line: 10, reason: "not written as the gateway writes it" }
+  },
+  {
+    title: "an envelope with its fields in another order",
+    content: joined([
+      ...lines.slice(0, 19),
+      (() => {
+        const e = JSON.parse(lines[19] as string) as Record<string, string>
+        return JSON.stringify({ hash: e["hash"], entry: e["entry"], signature: e["signature"] })
+      })(),
+      ...lines.slice(20)
+    ]),
+    refused: { line: 20, reason: "not written as the gateway writes it" }
+  },
+  {
     title: "lines of 900 KB, properly signed",
     content: joined(longLines.lines),
     checkpoint: { sequence: 12, hash: longLines.last }
