@@ -285,7 +285,9 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       const sealed = sealer.seal(JSON.stringify(result), resultContext(row.id))
       const done = yield* repo.finish(row.id, ["executing"], "completed", yield* now, {
         resultSealed: sealed,
-        actor: row.subject
+        // The internal user id, as every event's actor: the token subject can repeat across identity
+        // connections (docs/audit-archive.md). An approval stored before requester_id has none.
+        ...(row.requester_id === null ? {} : { actor: row.requester_id })
       })
       if (Option.isSome(done)) {
         yield* securityEvent("approval.executed", { ...fieldsOf(done.value), is_error: result["isError"] === true })

@@ -258,7 +258,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
           expires_at: toStoredTimestamp(approval.expiresAt),
           revision: 1
         })} RETURNING *`.pipe(Effect.flatMap(decodeRows))
-        const requested: EventFacts = { action: "requested", actor: approval.subject }
+        const requested: EventFacts = { action: "requested", actor: approval.requesterId }
         yield* appendApprovalEvents(sql, [{ row: rows[0]!, facts: requested }], approval.createdAt)
         return { _tag: "Created", row: rows[0]! } satisfies Created as Created
       })

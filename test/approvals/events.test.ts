@@ -53,6 +53,31 @@ const readAllAfter = (seq: number, page = 100) =>
 
 describe.each(storeKinds)("approval event outbox (%s)", (kind) => {
   it.scoped(
+    "the requester's events name them by internal user id, not by a token subject another connection may share",
+    () =>
+      Effect.gen(function* () {
+        const people = yield* newPeople
+        const approvals = yield* Approvals
+        // An enterprise caller: its token subject is the upstream one, its user id the gateway's own.
+        const pending = pendingOf(
+          yield* requestWrite(people.requester.caller, deployArgs("7.4"), { requesterId: "usr_internal_requester" })
+        )
+        yield* approveAs(people.first, pending)
+        const claimed = claimedOf(yield* approvals.claim(people.requester.caller, pending.id))
+        yield* approvals.completed(claimed.row, { structuredContent: { deployed: "7.4" } })
+        const events = yield* eventsOf(pending.id)
+        expect(
+          events
+            .filter((event) => event.action !== "vote" && event.action !== "approved")
+            .map((event) => [event.action, event.actor])
+        ).toEqual([
+          ["requested", "usr_internal_requester"],
+          ["executed", "usr_internal_requester"]
+        ])
+      }).pipe(Effect.provide(stores.layer(kind)))
+  )
+
+  it.scoped(
     "each transition writes its event: requested, vote and approved, executed with the result bound, actors and evidence",
     () =>
       Effect.gen(function* () {
