@@ -63,19 +63,29 @@ const reasonOfOne = (error: object): string | undefined => {
 
 const isSqlError = (error: object) => (error as { _tag?: unknown })._tag === "SqlError"
 
-/** The reason `error` (a thrown value or a defect) says the store is unavailable, else undefined. */
-export const unavailableReason = (error: unknown, depth = 0): string | undefined => {
+/**
+ * The reason `error` (a thrown value or a defect) says the store is unavailable, else undefined. Only a
+ * failure of the store counts: a `SqlError` (what every repository fails with) whose own code, or one in
+ * its chain of causes, names a lost or refused connection. The same socket error from anything else — a
+ * backend, an identity provider — is not the store's, and answering it as `store_unavailable` would hide
+ * it and take the gateway out of readiness.
+ */
+export const unavailableReason = (error: unknown): string | undefined => search(error, 0, false)
+
+const search = (error: unknown, depth: number, inStore: boolean): string | undefined => {
   if (typeof error !== "object" || error === null || depth > 8) return undefined
-  const own = reasonOfOne(error)
-  if (own !== undefined) return own
+  const store = inStore || isSqlError(error)
+  if (store) {
+    const own = reasonOfOne(error)
+    if (own !== undefined) return own
+  }
   if (error instanceof AggregateError) {
     for (const inner of error.errors) {
-      const found = unavailableReason(inner, depth + 1)
+      const found = search(inner, depth + 1, store)
       if (found !== undefined) return found
     }
   }
-  const inner = (error as { cause?: unknown }).cause
-  const found = unavailableReason(inner, depth + 1)
+  const found = search((error as { cause?: unknown }).cause, depth + 1, store)
   if (found !== undefined) return found
   // The PostgreSQL client found no connection to run on: whatever the pool's own error, the store is
   // out of reach (e.g. a connection refused, or the pool's connect timeout).

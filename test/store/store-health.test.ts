@@ -4,6 +4,7 @@
  * The whole path through a spawned gateway is test/runtime/store-outage.test.ts.
  */
 import { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -81,6 +82,13 @@ describe("which failures mean the store is unavailable", () => {
 
   it("a failure that is not the store's, or an interruption, is not", () => {
     expect(unavailableCause(Cause.die(new Error("boom")))).toBeUndefined()
+    // A refused connection that is not the store's (a backend, an identity provider) is not an outage.
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" })
+    expect(unavailableCause(Cause.die(refused))).toBeUndefined()
+    expect(unavailableCause(Cause.die(new Error("fetch failed", { cause: refused })))).toBeUndefined()
+    expect(unavailableCause(Cause.die(new SqlError({ cause: refused, message: "query failed" })))).toBe(
+      "connection ECONNREFUSED"
+    )
     expect(unavailableCause(Cause.interrupt(undefined as never))).toBeUndefined()
     expect(unavailableCause(Cause.fail({ code: "invalid_grant" }))).toBeUndefined()
   })
