@@ -33,6 +33,12 @@ export interface NewArchiveEntry {
 }
 
 /** Another writer appended first (a second process on the same database): nothing was written. */
+/** A unique-key violation: PostgreSQL's SQLSTATE 23505, SQLite's SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY. */
+const uniqueViolation = (cause: unknown): boolean => {
+  const code = typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined
+  return code === "23505" || code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY"
+}
+
 export class ArchiveRaced extends Data.TaggedError("ArchiveRaced") {}
 
 const Cursor = Schema.Array(Schema.Struct({ event_seq: StoredInt }))
@@ -99,8 +105,9 @@ export class ArchiveRepo extends Effect.Service<ArchiveRepo>()("gateway/ArchiveR
       })
       return yield* sql.withTransaction(attempt).pipe(
         Effect.catchTag("SqlError", (error) =>
-          // A unique key taken by the other writer's entries is the same race.
-          /unique|constraint/i.test(String(error.cause)) ? new ArchiveRaced() : Effect.die(error)
+          // A unique key taken by the other writer's entries is the same race; any other constraint (a NOT
+          // NULL, a CHECK) is a defect to see, not a race to retry quietly forever.
+          uniqueViolation(error.cause) ? new ArchiveRaced() : Effect.die(error)
         )
       )
     })
