@@ -22,8 +22,8 @@ const BATCH_LINES = 256
 const BATCH_BYTES = 256 * 1024
 // A worker holds a few batches of short strings at a time: a small young generation is plenty, and each
 // megabyte saved counts once per core against the verifier's memory bound.
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 }
-const QUEUED_PER_WORKER = 4
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 16 }
+const QUEUED_PER_WORKER = 2
 
 interface Batch {
   readonly id: number
