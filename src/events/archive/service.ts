@@ -73,38 +73,37 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
     // The failure class last logged ("" while deliveries succeed): one line per change, not per attempt.
     let logged = ""
 
-    /** Seals every outbox event not yet taken in; how many entries were added. */
+    /**
+     * Seals the next batch of outbox events not yet taken in: whether more may wait. One batch per pass,
+     * so that shipping is never starved: while approvals keep writing events faster than a loop of
+     * batches could catch up with, sealing alone would hold the worker and nothing would ship.
+     */
     const seal = Effect.fn("Archive.seal")(function* (archive: ArchiveSettings) {
-      let added = 0
-      for (;;) {
-        const position = yield* repo.position()
-        const batch = yield* events.after(position.eventSeq, SEAL_BATCH)
-        const last = batch.at(-1)
-        if (last === undefined) return added
-        let sequence = position.last?.sequence ?? 0
-        let previous = position.last?.hash ?? GENESIS_HASH
-        const entries: Array<NewArchiveEntry> = []
-        for (const event of batch.filter(isArchived)) {
-          sequence += 1
-          const sealed = sealEntry(archive.key, serializeEntry(entryOfEvent(event, sequence, previous, archive.keyId)))
-          entries.push({
-            sequence,
-            eventSeq: event.seq,
-            approvalId: event.approval_id,
-            hash: sealed.hash,
-            envelope: sealed.line
-          })
-          previous = sealed.hash
-        }
-        const appended = yield* repo.append(position.eventSeq, last.seq, entries, yield* now).pipe(
-          Effect.as(true),
-          // Another process sealed these first: its entries stand, and this one stops for this pass.
-          Effect.catchTag("ArchiveRaced", () => Effect.succeed(false))
-        )
-        if (!appended) return added
-        added += entries.length
-        if (batch.length < SEAL_BATCH) return added
+      const position = yield* repo.position()
+      const batch = yield* events.after(position.eventSeq, SEAL_BATCH)
+      const last = batch.at(-1)
+      if (last === undefined) return false
+      let sequence = position.last?.sequence ?? 0
+      let previous = position.last?.hash ?? GENESIS_HASH
+      const entries: Array<NewArchiveEntry> = []
+      for (const event of batch.filter(isArchived)) {
+        sequence += 1
+        const sealed = sealEntry(archive.key, serializeEntry(entryOfEvent(event, sequence, previous, archive.keyId)))
+        entries.push({
+          sequence,
+          eventSeq: event.seq,
+          approvalId: event.approval_id,
+          hash: sealed.hash,
+          envelope: sealed.line
+        })
+        previous = sealed.hash
       }
+      const appended = yield* repo.append(position.eventSeq, last.seq, entries, yield* now).pipe(
+        Effect.as(true),
+        // Another process sealed these first: its entries stand, and this one stops for this pass.
+        Effect.catchTag("ArchiveRaced", () => Effect.succeed(false))
+      )
+      return appended && batch.length === SEAL_BATCH
     })
 
     const logOutcome = (sequence: number, attempts: number, outcome: ShipOutcome, retryInMs: number) => {
@@ -150,8 +149,10 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
     /** One pass: seal what is new, ship what is due. Returns ms until the next entry is due, if any. */
     const step = Effect.fn("Archive.step")(function* () {
       if (settings === undefined) return undefined
-      yield* seal(settings)
-      return yield* ship(settings)
+      const more = yield* seal(settings)
+      const due = yield* ship(settings)
+      // More events wait to be sealed: the next pass starts at once, unless an entry's retry is due later.
+      return more && due === undefined ? 0 : due
     })
 
     const report = Effect.fn("Archive.report")(function* () {
