@@ -9,7 +9,15 @@ import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { freePort, type GatewayProcess, newConfigKey, startGateway } from "../support/gateway-process.js"
 import { runGateway } from "../support/oauth-cli.js"
-import { authorizePath, Browser, exchange, obtainCode, pkcePair, refresh } from "../support/oauth-client.js"
+import {
+  authorizePath,
+  Browser,
+  exchange,
+  mcpInitialize,
+  obtainCode,
+  pkcePair,
+  refresh
+} from "../support/oauth-client.js"
 import { ADMIN_PASSWORD } from "../support/oauth-gateway.js"
 
 const running: Array<GatewayProcess> = []
@@ -36,23 +44,6 @@ const jwksKids = async (origin: string) =>
   ((await (await fetch(`${origin}/sso/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map(
     (key) => key.kid
   )
-
-const mcpInitialize = (origin: string, token: string) =>
-  fetch(`${origin}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25"
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "restart-test", version: "1" } }
-    })
-  })
 
 describe("restart and reload (spawned gateway)", () => {
   it("a reload keeps pending codes; a restart loses them but keeps sessions and signing keys", async () => {

@@ -11,7 +11,15 @@ import { Effect, Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type GatewayProcess, newConfigKey, startGateway } from "../support/gateway-process.js"
 import { runGateway } from "../support/oauth-cli.js"
-import { authorizePath, Browser, exchange, obtainCode, pkcePair, refresh } from "../support/oauth-client.js"
+import {
+  authorizePath,
+  Browser,
+  exchange,
+  mcpInitialize,
+  obtainCode,
+  pkcePair,
+  refresh
+} from "../support/oauth-client.js"
 import { ADMIN_PASSWORD } from "../support/oauth-gateway.js"
 import { type PrivatePostgres, privatePostgres } from "../support/private-postgres.js"
 
@@ -80,24 +88,6 @@ interface Answer {
   readonly error: string | undefined
 }
 
-const mcpInitialize = (token: string) =>
-  fetch(`${gateway.baseUrl}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25"
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "outage-test", version: "1" } }
-    }),
-    signal: AbortSignal.timeout(10_000)
-  })
-
 const answerOf = async (response: Response): Promise<Answer> => {
   const text = await response.text()
   let error: string | undefined
@@ -160,7 +150,7 @@ describe("when the database goes away (spawned gateway, PostgreSQL of its own)",
     const callers = Array.from({ length: CALLERS }, async () => {
       while (loading) {
         try {
-          answers.push(await answerOf(await mcpInitialize(accessToken)))
+          answers.push(await answerOf(await mcpInitialize(gateway.baseUrl, accessToken)))
         } catch {
           answers.push({ at: performance.now(), status: 0, retryAfter: null, error: "fetch failed" })
         }
@@ -266,7 +256,7 @@ describe("when the database goes away (spawned gateway, PostgreSQL of its own)",
     // The refresh token refused during the outage was not consumed: it rotates now, and its access token works.
     const rotated = await refresh(gateway.baseUrl, refreshToken)
     expect(rotated.response.status).toBe(200)
-    expect((await mcpInitialize(String(rotated.body["access_token"]))).status).toBe(200)
+    expect((await mcpInitialize(gateway.baseUrl, String(rotated.body["access_token"]))).status).toBe(200)
 
     console.log(
       JSON.stringify({

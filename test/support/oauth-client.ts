@@ -258,3 +258,25 @@ export const startAuthorization = (
   beginCodeFlow(browser, "http://127.0.0.1:40000/callback", { state: "s", ...extra }, headers).then(
     (started) => started.response
   )
+
+/**
+ * A 2025-era `initialize` on `/mcp` with a gateway-issued access token: the cheapest request that proves
+ * a token is accepted (its status), given up after 10 s so a stalled gateway fails the test, not hangs it.
+ */
+export const mcpInitialize = (origin: string, token: string) =>
+  fetch(`${origin}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25"
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "gateway-test", version: "1" } }
+    }),
+    signal: AbortSignal.timeout(10_000)
+  })
