@@ -229,14 +229,17 @@ export const BackendNaming = Schema.Struct({
   resource_uris: withDefault(Schema.Literal("gateway", "original"), () => "gateway" as const)
 })
 
+/** A backend's id, and every managed tool source's (src/sources/schema.ts): the key access entries grant. */
+export const EndpointId = NonEmpty.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
+    message: () => "expected a lowercase id of letters, digits, _ and -"
+  }),
+  // Exposed names are `<id>__<name>` (docs/mcp.md): these two rules keep that mapping one-to-one.
+  Schema.filter((id) => (!id.includes("__") && !id.endsWith("_")) || 'must not contain "__" or end with "_"')
+)
+
 export const Backend = Schema.Struct({
-  id: NonEmpty.pipe(
-    Schema.pattern(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
-      message: () => "expected a lowercase id of letters, digits, _ and -"
-    }),
-    // Exposed names are `<id>__<name>` (docs/mcp.md): these two rules keep that mapping one-to-one.
-    Schema.filter((id) => (!id.includes("__") && !id.endsWith("_")) || 'must not contain "__" or end with "_"')
-  ),
+  id: EndpointId,
   url: Url,
   allow_insecure_http: withDefault(Schema.Boolean, () => false),
   headers: withDefault(Schema.Record({ key: NonEmpty, value: Schema.String }), () => ({})),

@@ -1,4 +1,5 @@
 import { Context, Data, type Redacted } from "effect"
+import type { ComposedSources } from "../sources/schema.js"
 import { formatProblem } from "./problem.js"
 import type { GatewayConfig } from "./schema.js"
 
@@ -32,6 +33,11 @@ export interface LoadedConfig {
   readonly file: string
   readonly config: GatewayConfig
   readonly secrets: ResolvedSecrets
+  /**
+   * The managed tool sources composed into this generation (src/sources/compose.ts); absent for a
+   * configuration as loaded from the file, before composition.
+   */
+  readonly sources?: ComposedSources
 }
 
 /** The configuration of the current generation. Nothing else reads `process.env`. */
