@@ -1,0 +1,60 @@
+import { Context, Data, type Effect, type Option } from "effect"
+import type { SourceKind } from "./schema.js"
+
+/**
+ * Configuration changes under review (docs/tool-sources.md, "Review"): proposals of a create or update of
+ * a managed tool source, waiting for a security reviewer. Who may review is decided by the review pages;
+ * this service refuses self-review again and applies an approved proposal through a new generation.
+ */
+
+export type ProposalState =
+  | "pending_approval"
+  | "applying"
+  | "applied"
+  | "rejected"
+  | "failed"
+  | "invalidated"
+  | "unknown"
+
+export interface Person {
+  readonly user_id: string
+  readonly name: string
+}
+
+export interface ProposalSummary {
+  readonly id: string
+  readonly kind: SourceKind
+  readonly target_id: string
+  readonly action: "create" | "update"
+  readonly state: ProposalState
+  readonly proposed_by: Person
+  readonly created_at: string
+  readonly decided_by?: Person
+  readonly decided_at?: string
+  readonly failure?: string
+}
+
+export interface ProposalDetail extends ProposalSummary {
+  /** What would change against what is active; secrets masked. */
+  readonly diff: ReadonlyArray<{ readonly path: string; readonly before: unknown; readonly after: unknown }>
+}
+
+export class ProposalNotPending extends Data.TaggedError("ProposalNotPending")<{ readonly state: ProposalState }> {}
+export class SelfReview extends Data.TaggedError("SelfReview")<{ readonly proposer: string }> {}
+export class ProposalApplicationFailed extends Data.TaggedError("ProposalApplicationFailed")<{
+  readonly reason: "target_changed" | "dependency_changed" | "reload_failed"
+  readonly message: string
+}> {}
+
+export class ConfigChanges extends Context.Tag("gateway/ConfigChanges")<
+  ConfigChanges,
+  {
+    readonly list: (filter?: { readonly state?: ProposalState }) => Effect.Effect<ReadonlyArray<ProposalSummary>>
+    readonly show: (id: string) => Effect.Effect<Option.Option<ProposalDetail>>
+    readonly approve: (
+      id: string,
+      reviewer: Person
+    ) => Effect.Effect<ProposalSummary, ProposalNotPending | SelfReview | ProposalApplicationFailed>
+    readonly reject: (id: string, reviewer: Person) => Effect.Effect<ProposalSummary, ProposalNotPending | SelfReview>
+  }
+>() {}
