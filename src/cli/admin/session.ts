@@ -18,7 +18,7 @@ const REQUEST_TIMEOUT_MS = 30_000
 export const sessionOptions = { config: configOption, client: adminClientOption }
 
 export interface ApiRequest {
-  readonly method: "GET" | "POST" | "PUT"
+  readonly method: "GET" | "POST" | "PUT" | "DELETE"
   readonly path: string
   readonly ifMatch?: string
   readonly body?: Record<string, unknown>
@@ -80,6 +80,13 @@ export const adminSession = (options: { readonly config: string; readonly client
           return yield* new AdminCommandFailed({
             message: `the Management API answered ${answer.status} with something other than JSON`,
             exitCode: AdminExit.failed
+          })
+        }
+        if (answer.status === 202 && (body as { pending_approval?: unknown }).pending_approval === true) {
+          printJson(body)
+          return yield* new AdminCommandFailed({
+            message: "accepted for review: nothing is applied until a security reviewer approves it",
+            exitCode: AdminExit.pending
           })
         }
         if (answer.status >= 200 && answer.status < 300) return body
