@@ -31,6 +31,11 @@ export interface TestChanges {
   get(id: string): ProposalDetail | undefined
   /** Makes the next approval's application fail with `reason` (a concurrent edit, say). */
   failNext(reason: ProposalApplicationFailed["reason"]): void
+  /**
+   * Shows `id` as proposed by `shown` while the service still knows the real proposer: the pages'
+   * checks pass and the service's own self-review refusal (defence in depth) is what answers.
+   */
+  disguise(id: string, shown: Person): void
   /** Ids of the proposals applied, in order: what reached the configuration. */
   readonly applied: Array<string>
   /** Every call the pages made to approve or reject, in order. */
@@ -39,6 +44,7 @@ export interface TestChanges {
 
 export const testChanges = (): TestChanges => {
   const proposals = new Map<string, ProposalDetail>()
+  const disguised = new Map<string, Person>()
   const applied: Array<string> = []
   const calls: TestChanges["calls"] = []
   let failure: ProposalApplicationFailed["reason"] | undefined
@@ -76,7 +82,13 @@ export const testChanges = (): TestChanges => {
           .filter((proposal) => filter?.state === undefined || proposal.state === filter.state)
           .map(summaryOf)
       ),
-    show: (id) => Effect.sync(() => Option.fromNullable(proposals.get(id))),
+    show: (id) =>
+      Effect.sync(() =>
+        Option.map(Option.fromNullable(proposals.get(id)), (found) => {
+          const shown = disguised.get(id)
+          return shown === undefined ? found : { ...found, proposed_by: shown }
+        })
+      ),
     approve: (id, reviewer) =>
       Effect.gen(function* () {
         calls.push({ action: "approve", id, reviewer })
@@ -118,6 +130,9 @@ export const testChanges = (): TestChanges => {
       return id
     },
     get: (id) => proposals.get(id),
+    disguise: (id, shown) => {
+      disguised.set(id, shown)
+    },
     failNext: (reason) => {
       failure = reason
     },

@@ -139,6 +139,22 @@ describe.each(storeKinds)("configuration review pages (%s)", (kind) => {
     })
   )
 
+  it.scoped("the configuration service's own self-review refusal is answered 403 and logged as such", () =>
+    Effect.gen(function* () {
+      const logs = new LogCapture()
+      const { gateway, changes } = yield* reviewGateway({ kind, logs })
+      const reviewer = yield* signedInPerson(gateway, ["security_reviewer"])
+      const id = changes.propose({ proposer: { user_id: reviewer.userId, name: reviewer.name } })
+      changes.disguise(id, { user_id: "someone-else", name: "Someone else" })
+      const answer = yield* decide(gateway, reviewer, id, "approve")
+      expect(answer.status).toBe(403)
+      expect(answer.text).toContain("another security reviewer must decide it")
+      expect(changes.get(id)?.state).toBe("pending_approval")
+      expect(changes.applied).toEqual([])
+      expect(refusals(logs)).toEqual(["self_review"])
+    })
+  )
+
   it.scoped(
     "an API token cannot review: an administrator's valid bearer token is refused without a browser session and with one",
     () =>
