@@ -60,7 +60,10 @@ export type RefusalReason =
 export interface Refusal {
   readonly reason: RefusalReason
   readonly message: string
-  /** 401 for nobody signed in, 403 for who may not, 409 for what is needed first (step-up). */
+  /**
+   * 403 for a request or person that may not (nobody signed in too: the pages take no credentials a
+   * 401 could challenge for), 409 for what is needed first (step-up).
+   */
   readonly status: number
 }
 
@@ -86,7 +89,7 @@ export const checkNoApiToken: Check = (facts) =>
 
 export const checkSignedIn: Check = (facts) =>
   facts.reviewer === undefined
-    ? { reason: "not_signed_in", message: "Sign in as a security reviewer first.", status: 401 }
+    ? { reason: "not_signed_in", message: "Sign in as a security reviewer first.", status: 403 }
     : undefined
 
 export const checkCsrf: Check = (facts) =>

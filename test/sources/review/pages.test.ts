@@ -371,7 +371,7 @@ describe("configuration review: signing in and addresses", () => {
     })
   )
 
-  it.scoped("signed out: the pages send the browser to sign in; a post is refused (401)", () =>
+  it.scoped("signed out: the pages send the browser to sign in; a post is refused (403)", () =>
     Effect.gen(function* () {
       const logs = new LogCapture()
       const { gateway, changes } = yield* reviewGateway({ logs })
@@ -384,7 +384,7 @@ describe("configuration review: signing in and addresses", () => {
         headers: { origin: gateway.baseUrl },
         form: { csrf: admin.csrf }
       })
-      expect(post.status).toBe(401)
+      expect(post.status).toBe(403)
       expect(refusals(logs)).toEqual(["not_signed_in"])
       expect(changes.calls).toEqual([])
     })
