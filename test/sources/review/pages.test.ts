@@ -27,8 +27,14 @@ describe.each(storeKinds)("configuration review pages (%s)", (kind) => {
           diff: [
             { path: "/url", before: "https://old.example/mcp", after: "https://new.example/mcp" },
             { path: "/description", before: undefined, after: "<script>alert(1)</script> admin\u202Egnp.exe" },
-            { path: "/headers/x-api-key", before: { configured: true }, after: { configured: true } }
+            { path: "/headers/x-api-key", before: { configured: true }, after: { configured: true } },
+            { path: '/tool_rules/0/"><b>x</b>', before: null, after: ["\u200Bzero-width"] }
           ]
+        })
+        // A proposer's name is someone's own text, too.
+        const hostile = changes.propose({
+          proposer: { user_id: admin.userId, name: '<a href="https://evil.example">Ada</a>\u2066' },
+          target_id: "x<y"
         })
 
         const list = yield* send(gateway, "/auth/reviews", { headers: { cookie: reviewer.cookie } })
@@ -57,6 +63,17 @@ describe.each(storeKinds)("configuration review pages (%s)", (kind) => {
         expect(page.text).toContain(`<form method="post" action="/auth/reviews/${id}/approve"`)
         expect(page.text).toContain(`<form method="post" action="/auth/reviews/${id}/reject"`)
         expect(page.text).toContain(`name="csrf" value="${reviewer.csrf}"`)
+        expect(page.text).not.toContain("<b>")
+        expect(page.text).toContain("/tool_rules/0/&quot;&gt;&lt;b&gt;x&lt;/b&gt;")
+        expect(page.text).toContain("\\u200bzero-width")
+        expect(page.text).not.toContain("\u200B")
+
+        const other = yield* send(gateway, `/auth/reviews/${hostile}`, { headers: { cookie: reviewer.cookie } })
+        expect(other.text).not.toContain('<a href="https://evil.example">')
+        expect(other.text).toContain("&lt;a href=&quot;https://evil.example&quot;&gt;Ada&lt;/a&gt;\\u2066")
+        expect(other.text).toContain("<code>x&lt;y</code>")
+        const listed = yield* send(gateway, "/auth/reviews", { headers: { cookie: reviewer.cookie } })
+        expect(listed.text).not.toContain('<a href="https://evil.example">')
       })
   )
 
