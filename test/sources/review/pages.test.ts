@@ -9,6 +9,7 @@ import { adminToken } from "../../support/admin-api.js"
 import { decide, reviewGateway, send, signedInPerson } from "../../support/config-review.js"
 import { storeKinds } from "../../support/databases.js"
 import { LogCapture } from "../../support/logs.js"
+import { oauthGateway } from "../../support/oauth-gateway.js"
 
 const refusals = (logs: LogCapture) => logs.events("config.review_refused").map((line) => line["reason"])
 
@@ -417,6 +418,16 @@ describe("configuration review: signing in and addresses", () => {
       expect((yield* decide(gateway, reviewer, "prp_unknown", "approve")).status).toBe(404)
       expect((yield* send(gateway, "/auth/reviews", { method: "DELETE", headers })).status).toBe(405)
       expect((yield* send(gateway, "/auth/reviews/prp_x/approve", { headers })).status).toBe(405)
+    })
+  )
+
+  it.scoped("a gateway running without the configuration-change service says review is not available (503)", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ patch: { admin: { approvals: { policy_changes: { enabled: true } } } } })
+      const reviewer = yield* signedInPerson(gateway, ["security_reviewer"])
+      const answer = yield* send(gateway, "/auth/reviews", { headers: { cookie: reviewer.cookie } })
+      expect(answer.status).toBe(503)
+      expect(answer.text).toContain("not available")
     })
   )
 
