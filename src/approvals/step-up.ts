@@ -1,13 +1,21 @@
 import { Clock, Effect } from "effect"
 import type { StepUpEvidence } from "./reviewers.js"
 
-/** What a step-up sign-in is for: one reviewer, one approval, in one browser sign-in. */
+/**
+ * What a step-up sign-in is for: one reviewer, one approval, in one browser sign-in. The same step-up
+ * serves the review of a configuration change (`for: "config_change"`, `approvalId` then being the
+ * proposal's id): evidence for one never counts for the other.
+ */
 export interface StepUpPurpose {
   readonly approvalId: string
   readonly userId: string
   /** SHA-256 of the browser sign-in's cookie token: the evidence counts only in that sign-in. */
   readonly sessionHash: string
+  /** A write approval (absent) or a configuration change under review (docs/tool-sources.md). */
+  readonly for?: StepUpFor
 }
+
+export type StepUpFor = "approval" | "config_change"
 
 const MAX_ENTRIES = 10_000
 
@@ -20,7 +28,8 @@ const MAX_ENTRIES = 10_000
 export class StepUps extends Effect.Service<StepUps>()("gateway/StepUps", {
   sync: () => {
     const entries = new Map<string, StepUpEvidence & { readonly userId: string; readonly until: number }>()
-    const keyOf = (sessionHash: string, approvalId: string) => `${sessionHash}|${approvalId}`
+    const keyOf = (sessionHash: string, approvalId: string, what: StepUpFor = "approval") =>
+      `${what}|${sessionHash}|${approvalId}`
 
     const record = (purpose: StepUpPurpose, acr: string, authTime: number, maxAgeMs: number) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
@@ -28,7 +37,7 @@ export class StepUps extends Effect.Service<StepUps>()("gateway/StepUps", {
           for (const [key, entry] of entries) if (entry.until <= now) entries.delete(key)
           if (entries.size >= MAX_ENTRIES) entries.clear()
         }
-        entries.set(keyOf(purpose.sessionHash, purpose.approvalId), {
+        entries.set(keyOf(purpose.sessionHash, purpose.approvalId, purpose.for), {
           approvalId: purpose.approvalId,
           userId: purpose.userId,
           acr,
@@ -37,10 +46,13 @@ export class StepUps extends Effect.Service<StepUps>()("gateway/StepUps", {
         })
       })
 
-    /** The evidence of this sign-in for this approval, if it is still fresh and was given by `userId`. */
-    const find = (sessionHash: string, approvalId: string, userId: string) =>
+    /**
+     * The evidence of this sign-in for this approval (or configuration change, `what`), if it is still
+     * fresh and was given by `userId`.
+     */
+    const find = (sessionHash: string, approvalId: string, userId: string, what: StepUpFor = "approval") =>
       Effect.map(Clock.currentTimeMillis, (now): StepUpEvidence | undefined => {
-        const entry = entries.get(keyOf(sessionHash, approvalId))
+        const entry = entries.get(keyOf(sessionHash, approvalId, what))
         if (entry === undefined || entry.userId !== userId || entry.until <= now) return undefined
         return { approvalId: entry.approvalId, acr: entry.acr, authTime: entry.authTime }
       })

@@ -50,8 +50,11 @@ export const ssoPaths = {
   stepUp: "/sso/approvals/:id/step-up"
 } as const
 
-/** In `external` mode there is no authorization server: its paths are 404 like any other unknown path. */
-const builtinOnly = <A, E, R>(
+/**
+ * In `external` mode there is no authorization server: its paths (and the configuration review's, which
+ * sign in through it) are 404 like any other unknown path.
+ */
+export const builtinOnly = <A, E, R>(
   handler: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | RouteNotFound, R | Config | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(

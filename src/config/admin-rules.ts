@@ -85,6 +85,37 @@ export const auditArchiveValid = rule("auditArchiveValid", ["admin"], ({ admin }
   ]
 })
 
+/**
+ * Configuration review's step-up is the write approvals' (docs/tool-sources.md, "Configuration review"):
+ * fresh OpenID Connect authentication with one of `approvals.step_up.acr_values`; without any, no
+ * reviewer could ever approve.
+ */
+export const policyChangesStepUpConfigured = rule(
+  "policyChangesStepUpConfigured",
+  ["admin", "approvals"],
+  ({ admin, approvals }) =>
+    admin.approvals.policy_changes.require_step_up && approvals.step_up.acr_values.length === 0
+      ? [
+          problem(
+            "admin.approvals.policy_changes.require_step_up",
+            "needs approvals.step_up.acr_values (the assurance levels your identity provider asserts in acr)"
+          )
+        ]
+      : []
+)
+
+/** Security reviewers sign in by browser at the built-in authorization server (`/auth/login?role=security`). */
+export const policyChangesNeedBuiltin = rule("policyChangesNeedBuiltin", ["admin", "auth"], ({ admin, auth }) =>
+  admin.approvals.policy_changes.enabled && auth.mode !== "builtin"
+    ? [
+        problem(
+          "admin.approvals.policy_changes.enabled",
+          "needs auth.mode: builtin: security reviewers sign in on the gateway's own pages (/auth/login?role=security)"
+        )
+      ]
+    : []
+)
+
 export const adminRules: ReadonlyArray<Rule> = [
   adminListenAddress,
   remoteAdminAvailable,
@@ -92,5 +123,7 @@ export const adminRules: ReadonlyArray<Rule> = [
   adminClientRegistered,
   clientAuthorizationConfigured,
   webhookSecure,
-  auditArchiveValid
+  auditArchiveValid,
+  policyChangesStepUpConfigured,
+  policyChangesNeedBuiltin
 ]

@@ -1,5 +1,6 @@
 import { HttpRouter } from "@effect/platform"
 import { ssoRouter } from "../auth/routes.js"
+import { configReviewRouter } from "../sources/review/routes.js"
 import { healthz, readyz } from "./health.js"
 import { jwks, jwksPath } from "./jwks.js"
 import { otherMethods } from "./methods.js"
@@ -12,5 +13,6 @@ export const routes = HttpRouter.empty.pipe(
   otherMethods("/healthz", ["GET"]),
   otherMethods("/readyz", ["GET"]),
   otherMethods(jwksPath, ["GET"]),
-  HttpRouter.concat(ssoRouter)
+  HttpRouter.concat(ssoRouter),
+  HttpRouter.concat(configReviewRouter)
 )

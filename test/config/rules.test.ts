@@ -213,6 +213,35 @@ describe("cross-field rules (docs/configuration.md)", () => {
     ).toHaveLength(1)
   })
 
+  it("configuration review's step-up needs approvals.step_up.acr_values, and the review needs builtin mode", () => {
+    const review = (policy: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+      admin: { approvals: { policy_changes: { enabled: true, ...policy } } },
+      ...extra
+    })
+    expect(run(admin.policyChangesStepUpConfigured, review({ require_step_up: true }))).toEqual([
+      "admin.approvals.policy_changes.require_step_up: needs approvals.step_up.acr_values (the assurance levels your identity provider asserts in acr)"
+    ])
+    expect(
+      run(
+        admin.policyChangesStepUpConfigured,
+        review({ require_step_up: true }, { approvals: { step_up: { acr_values: ["urn:mfa"] } } })
+      )
+    ).toEqual([])
+    expect(run(admin.policyChangesStepUpConfigured, review({}))).toEqual([])
+    const external = {
+      auth: {
+        mode: "external",
+        issuer: "https://idp.example.com",
+        external: { jwks_url: "https://idp.example.com/jwks" }
+      }
+    }
+    expect(run(admin.policyChangesNeedBuiltin, review({}, external))).toEqual([
+      "admin.approvals.policy_changes.enabled: needs auth.mode: builtin: security reviewers sign in on the gateway's own pages (/auth/login?role=security)"
+    ])
+    expect(run(admin.policyChangesNeedBuiltin, review({ enabled: false }, external))).toEqual([])
+    expect(run(admin.policyChangesNeedBuiltin, review({}))).toEqual([])
+  })
+
   it("local admin mode binds loopback only", () => {
     expect(run(admin.adminListenAddress, { admin: { listen: "[::1]:8081" } })).toEqual([])
     expect(run(admin.adminListenAddress, { admin: { listen: "0.0.0.0:8081" } })).toEqual([

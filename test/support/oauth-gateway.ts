@@ -46,6 +46,11 @@ export interface OAuthGatewayOptions {
   readonly port?: number
   /** Environment the configuration is read with (variables named by `*_env` keys). */
   readonly env?: Record<string, string>
+  /**
+   * Process-wide services added to the base layer's (a test stand-in for a service whose live layer
+   * is not part of the branch yet, say); the routes find them like the base services.
+   */
+  readonly extraServices?: Layer.Layer<never>
 }
 
 /** The loopback client that obtains Management API tokens (like `gateway-admin` in config/gateway.yaml). */
@@ -112,7 +117,9 @@ const build = (options: OAuthGatewayOptions) =>
     if (Either.isLeft(parsed)) return yield* Effect.dieMessage(parsed.left.message)
     const loaded = parsed.right
     const key = yield* parseConfigKey(randomBytes(32).toString("base64"))
-    const base = yield* Layer.build(baseLayer(loaded.config, key))
+    const base: Context.Context<BaseServices> = yield* Layer.build(
+      Layer.merge(baseLayer(loaded.config, key), options.extraServices ?? Layer.empty)
+    )
     yield* initAdmin({
       reset: false,
       resetPassword: true,

@@ -8,6 +8,7 @@ import { answerPage, PageResponse } from "../../auth/login/page-response.js"
 import { openTransaction, requireCsrf, requireSameOrigin } from "../../auth/login/transaction.js"
 import { seeOther } from "../../auth/pages/html.js"
 import { messagePage } from "../../auth/pages/message.js"
+import { visibleText } from "../../auth/pages/visible-text.js"
 import { PendingAuthorizations } from "../../auth/pending.js"
 import { authSettings } from "../../auth/settings.js"
 import { Config } from "../../config/service.js"
@@ -22,17 +23,6 @@ import { Approvals, type ReviewOutcome } from "../service.js"
 import { approvalSettingsOf } from "../settings.js"
 import { StepUps } from "../step-up.js"
 import { detailPage, listPage, type ReviewItem } from "./pages.js"
-
-/**
- * Characters that are invisible or reorder what a reviewer reads (bidirectional controls, zero-width
- * and other format characters, separators, private-use and unassigned code points), shown as `\uXXXX`
- * so the page shows exactly what the backend will get. Newlines are the JSON's own layout.
- */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/gu
-const visibleText = (text: string) =>
-  text.replace(HIDDEN, (char) =>
-    char === "\n" ? char : [...char].map((one) => `\\u${one.codePointAt(0)!.toString(16).padStart(4, "0")}`).join("")
-  )
 
 const fail = (response: HttpServerResponse.HttpServerResponse) => Effect.fail(new PageResponse({ response }))
 const notFound = () => fail(messagePage("Not found", "No such approval, or it is not yours to review.", 404))

@@ -6,9 +6,27 @@ import { Config } from "../../config/service.js"
 import { securityEvent } from "../../events/security-log.js"
 import type { UpstreamIdentity } from "../../identity/upstream/claims.js"
 import type { UpstreamConnection } from "../../identity/upstream/connection.js"
+import { proposalPath } from "../../sources/review/paths.js"
 import { UserRepo } from "../../store/users.js"
 import { approvalSettingsOf } from "../settings.js"
 import { type StepUpPurpose, StepUps } from "../step-up.js"
+
+/**
+ * What a step-up was for, as its log lines name it and where the reviewer goes back to: a write
+ * approval's review page, or a configuration change's (docs/tool-sources.md, "Configuration review").
+ */
+const aboutOf = (purpose: StepUpPurpose) =>
+  purpose.for === "config_change"
+    ? {
+        event: "config.review_step_up",
+        fields: { proposal_id: purpose.approvalId },
+        back: `${proposalPath(purpose.approvalId)}?done=step-up`
+      }
+    : {
+        event: "approval.step_up",
+        fields: { approval_id: purpose.approvalId },
+        back: `/sso/approvals/${purpose.approvalId}?done=step-up`
+      }
 
 /**
  * The identity provider's answer to a reviewer's step-up (`/sso/callback`, verified like any sign-in):
@@ -38,9 +56,10 @@ export const finishStepUp = (
             authTime === undefined || now - authTime > settings.stepUpMaxAgeMs || authTime > now + 60_000
             ? "not_fresh"
             : undefined
+    const about = aboutOf(purpose)
     if (reason !== undefined) {
-      yield* securityEvent("approval.step_up_refused", {
-        approval_id: purpose.approvalId,
+      yield* securityEvent(`${about.event}_refused`, {
+        ...about.fields,
         reviewer: purpose.userId,
         reason,
         acr: identity.acr ?? null
@@ -54,10 +73,6 @@ export const finishStepUp = (
       )
     }
     yield* (yield* StepUps).record(purpose, identity.acr!, authTime!, settings.stepUpMaxAgeMs)
-    yield* securityEvent("approval.step_up", {
-      approval_id: purpose.approvalId,
-      reviewer: purpose.userId,
-      acr: identity.acr ?? null
-    })
-    return seeOther(`/sso/approvals/${purpose.approvalId}?done=step-up`)
+    yield* securityEvent(about.event, { ...about.fields, reviewer: purpose.userId, acr: identity.acr ?? null })
+    return seeOther(about.back)
   })

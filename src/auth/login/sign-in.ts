@@ -2,6 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { APPROVAL_ID_PATTERN } from "../../approvals/intent.js"
 import { base32Encode, otpauthUri } from "../../identity/local/totp.js"
+import { REVIEW_RETURN_PATH } from "../../sources/review/paths.js"
 import { currentSignIn } from "../browser-session.js"
 import { browserBinding, setBrowserCookie } from "../cookies.js"
 import { seeOther } from "../pages/html.js"
@@ -40,12 +41,15 @@ export const stagePage = (settings: AuthSettings, transaction: LoginTransaction,
   }
 }
 
-/** The review pages a portal sign-in may return to (nothing else: no open redirect). */
+/**
+ * The review pages a portal sign-in may return to (nothing else: no open redirect): write approvals'
+ * and configuration changes' (docs/tool-sources.md, "Configuration review").
+ */
 const PORTAL_PATH = new RegExp(`^/sso/approvals(/${APPROVAL_ID_PATTERN})?$`)
 
 /** `next=` of a portal sign-in, when it is exactly one of the gateway's own review pages. */
 export const portalPathOf = (values: ReadonlyArray<string>): string | undefined =>
-  values.length === 1 && PORTAL_PATH.test(values[0]!) ? values[0] : undefined
+  values.length === 1 && (PORTAL_PATH.test(values[0]!) || REVIEW_RETURN_PATH.test(values[0]!)) ? values[0] : undefined
 
 /**
  * `GET /sso`: the start of the browser flow (docs/authorization-server.md, "Paths"). With `login=<id>` it shows that

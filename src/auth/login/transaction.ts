@@ -74,20 +74,28 @@ export const requireTransaction = (settings: AuthSettings, loginId: string | und
  */
 export const requireSameOrigin = (settings: AuthSettings) =>
   Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const site = request.headers["sec-fetch-site"]
-    const origin = request.headers["origin"]
-    if ((site !== undefined && site !== "same-origin") || (origin !== undefined && origin !== settings.origin)) {
+    if (!fromOwnOrigin(settings, yield* HttpServerRequest.HttpServerRequest)) {
       return yield* fail("Request refused", "This form was not submitted from the gateway's own page.", 403)
     }
   })
 
-export const requireCsrf = (expected: string, params: OAuthParams) => {
+/** Whether the browser says the request comes from the gateway's own pages (Fetch metadata, Origin). */
+export const fromOwnOrigin = (settings: AuthSettings, request: HttpServerRequest.HttpServerRequest): boolean => {
+  const site = request.headers["sec-fetch-site"]
+  const origin = request.headers["origin"]
+  return !((site !== undefined && site !== "same-origin") || (origin !== undefined && origin !== settings.origin))
+}
+
+/** Whether the form carries exactly one `csrf` field equal to `expected` (compared in constant time). */
+export const csrfMatches = (expected: string, params: OAuthParams): boolean => {
   const found = params.single("csrf")
   return found._tag === "Value" && constantTimeEqual(found.value, expected)
+}
+
+export const requireCsrf = (expected: string, params: OAuthParams) =>
+  csrfMatches(expected, params)
     ? Effect.void
     : fail("Request refused", "The form is stale or was not issued by the gateway. Reload the page and try again.", 403)
-}
 
 /** Loads a posted form's transaction and checks origin, binding and anti-CSRF token. */
 export const postedTransaction = (settings: AuthSettings, params: OAuthParams) =>
