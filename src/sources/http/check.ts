@@ -1,6 +1,6 @@
 import type { HttpEndpoint, HttpToolSpec } from "../schema.js"
+import { reservedHeaders } from "./headers.js"
 import { compileInputSchema } from "./input-schema.js"
-import { reservedHeaders } from "./live.js"
 import { pointerTokens } from "./pointer.js"
 import { parseTemplate, templateArguments } from "./template.js"
 

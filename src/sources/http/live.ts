@@ -3,6 +3,7 @@ import { Agent, type Dispatcher } from "undici"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import type { HttpEndpoint, HttpToolSpec } from "../schema.js"
 import { minScrubbed, toolResult } from "./answer.js"
+import { reservedHeaders } from "./headers.js"
 import { compileInputSchema, describeError } from "./input-schema.js"
 import { pointerTokens, resolvePointer } from "./pointer.js"
 import { send } from "./request.js"
@@ -33,24 +34,6 @@ const parsedTemplate = (url: string): Parsed => {
   templates.set(url, parsed)
   return parsed
 }
-
-/** Header names an argument never sets: framing, routing and the credentials' own. */
-export const reservedHeaders = new Set([
-  "authorization",
-  "proxy-authorization",
-  "cookie",
-  "host",
-  "content-length",
-  "content-type",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "expect",
-  "proxy-connection"
-])
 
 const headerValue = /^[\t\x20-\x7E]*$/
 
