@@ -66,6 +66,12 @@ const header = (headers: Record<string, string | Array<string> | undefined>, nam
   return Array.isArray(value) ? value[0] : value
 }
 
+/** Drops an answer's body: its connection closes (an error listener, so the abort is not an uncaught error). */
+const discard = (body: Dispatcher.ResponseData["body"]) => {
+  body.on("error", () => {})
+  body.destroy()
+}
+
 const seconds = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`)
 
 export const send = async (
@@ -102,7 +108,7 @@ export const send = async (
       })
       const location = header(answer.headers, "location")
       if (redirectStatuses.has(answer.statusCode) && location !== undefined) {
-        answer.body.destroy()
+        discard(answer.body)
         let next: URL
         try {
           next = new URL(location, `${origin}${target}`)
@@ -131,7 +137,7 @@ export const send = async (
       }
       const declared = Number(header(answer.headers, "content-length"))
       if (Number.isFinite(declared) && declared > limits.maxBytes) {
-        answer.body.destroy()
+        discard(answer.body)
         return tooLarge(limits.maxBytes)
       }
       const chunks: Array<Buffer> = []
@@ -140,7 +146,7 @@ export const send = async (
         const bytes = chunk as Buffer
         size += bytes.length
         if (size > limits.maxBytes) {
-          answer.body.destroy()
+          discard(answer.body)
           return tooLarge(limits.maxBytes)
         }
         chunks.push(bytes)
