@@ -50,7 +50,7 @@ describe("checkHttpTool", () => {
     ["https://api.example.test/x/{id:3}", "prefix modifiers"],
     ["https://api.example.test/x/{ids*}", "only query expressions"],
     ["https://api.example.test/x/{id", "without its '}'"],
-    ["https://api.example.test/x/id}", "without its '{'"],
+    ["https://api.example.test/x/{a}/b}", "without its '{'"],
     ["https://api.example.test/x/{}", "an empty expression"],
     ["https://api.example.test/x/{a-b}", "is not a variable name"],
     ["https://api.example.test/x#top", "a fragment"],
