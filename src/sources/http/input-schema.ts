@@ -44,7 +44,18 @@ const dialectOf = (schema: Readonly<Record<string, unknown>>): "modern" | "legac
 }
 
 /** Compiles (or finds) the validator of a schema; a schema ajv refuses is an error with ajv's reason. */
+/** By the schema object too: a generation's tools keep theirs, so most calls skip the JSON key. */
+const byObject = new WeakMap<object, ValidateFunction>()
+
 export const compileInputSchema = (schema: Readonly<Record<string, unknown>>): Compiled => {
+  const same = byObject.get(schema)
+  if (same !== undefined) return { ok: true, validate: same }
+  const found = compileByText(schema)
+  if (found.ok) byObject.set(schema, found.validate)
+  return found
+}
+
+const compileByText = (schema: Readonly<Record<string, unknown>>): Compiled => {
   const key = JSON.stringify(schema)
   const known = compiled.get(key)
   if (known !== undefined) {

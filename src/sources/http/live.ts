@@ -124,7 +124,7 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
           dispatcher,
           { origin: expanded.origin, target: expanded.target, method: tool.method, headers, body },
           { timeoutMs: Duration.toMillis(endpoint.timeouts.call), maxBytes: endpoint.max_answer_bytes },
-          AbortSignal.any([signal, interrupted])
+          [signal, interrupted]
         )
       )
       if (!sent.ok) {
