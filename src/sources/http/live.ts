@@ -41,16 +41,21 @@ const failed = (text: string) => ({ content: [{ type: "text" as const, text }], 
 
 const limiter = new EventLimiter()
 
-const refusal = (event: string, endpoint: HttpEndpoint, tool: HttpToolSpec, fields: Record<string, unknown>) =>
+/** One log line per event, tool and minute at most ten times (a failing service must not flood the log). */
+const logLimited = (
+  event: string,
+  endpoint: HttpEndpoint,
+  tool: HttpToolSpec,
+  fields: Record<string, unknown>,
+  level: "security" | "warn" = "security"
+) =>
   Effect.suspend(() => {
     const suppressed = limiter.admit(`${event}:${endpoint.id}:${tool.name}`, Date.now())
     if (suppressed === undefined) return Effect.void
-    return securityEvent(event, {
-      endpoint_id: endpoint.id,
-      tool: tool.name,
-      ...fields,
-      ...(suppressed > 0 ? { suppressed } : {})
-    })
+    const all = { endpoint_id: endpoint.id, tool: tool.name, ...fields, ...(suppressed > 0 ? { suppressed } : {}) }
+    return level === "security"
+      ? securityEvent(event, all)
+      : Effect.logWarning(event).pipe(Effect.annotateLogs({ event, ...all }))
   })
 
 /** The secret strings of an endpoint, searched for in what goes back to the caller. */
@@ -92,7 +97,7 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
         return failed("the tool's URL is http:// and the endpoint does not allow insecure HTTP")
       const expanded = expandTemplate(parsed.template, args)
       if (!expanded.ok) {
-        if (expanded.shape) yield* refusal("http_tool.url_refused", endpoint, tool, { reason: expanded.message })
+        if (expanded.shape) yield* logLimited("http_tool.url_refused", endpoint, tool, { reason: expanded.message })
         return yield* new HttpToolInvalidArguments({ message: expanded.message })
       }
 
@@ -129,19 +134,11 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
       )
       if (!sent.ok) {
         if (sent.reason === "redirect_refused")
-          yield* refusal("http_tool.redirect_refused", endpoint, tool, {
+          yield* logLimited("http_tool.redirect_refused", endpoint, tool, {
             from_origin: expanded.origin,
             to_origin: sent.redirectedTo ?? null
           })
-        else
-          yield* Effect.logWarning("http_tool.call_failed").pipe(
-            Effect.annotateLogs({
-              event: "http_tool.call_failed",
-              endpoint_id: endpoint.id,
-              tool: tool.name,
-              reason: sent.reason
-            })
-          )
+        else yield* logLimited("http_tool.call_failed", endpoint, tool, { reason: sent.reason }, "warn")
         return failed(sent.message)
       }
       return toolResult(sent, secretsOf(endpoint))
