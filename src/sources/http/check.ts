@@ -1,5 +1,5 @@
 import type { HttpEndpoint, HttpToolSpec } from "../schema.js"
-import { reservedHeaders } from "./headers.js"
+import { framingHeaders, headerName, headerValue, reservedHeaders } from "./headers.js"
 import { compileInputSchema } from "./input-schema.js"
 import { pointerTokens } from "./pointer.js"
 import { parseTemplate, templateArguments } from "./template.js"
@@ -9,9 +9,6 @@ export interface SpecProblem {
   readonly pointer: string
   readonly message: string
 }
-
-/** An HTTP header name (RFC 9110 token). */
-const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/
 
 const escapeToken = (name: string) => name.replaceAll("~", "~0").replaceAll("/", "~1")
 
@@ -71,6 +68,29 @@ export const checkHttpTool = (
       problems.push({ pointer: where, message: "the header is named twice (names are case-insensitive)" })
     seen.add(lower)
     checkPointer(where, pointer)
+  }
+  return problems
+}
+
+/**
+ * The save-time checks of an HTTP endpoint's fixed headers (an HTTP tool's or an OpenAPI import's
+ * `headers`, values in the clear as the API received them): names are header names, not framing headers
+ * the gateway sets, not named twice; values printable ASCII. Pointers are `/headers/<name>`; a message
+ * never holds the value.
+ */
+export const checkEndpointHeaders = (headers: Readonly<Record<string, string>>): ReadonlyArray<SpecProblem> => {
+  const problems: Array<SpecProblem> = []
+  const seen = new Set<string>()
+  for (const [name, value] of Object.entries(headers)) {
+    const where = `/headers/${escapeToken(name)}`
+    const lower = name.toLowerCase()
+    if (!headerName.test(name)) problems.push({ pointer: where, message: "not an HTTP header name" })
+    else if (framingHeaders.has(lower)) problems.push({ pointer: where, message: `${lower} is set by the gateway` })
+    else if (seen.has(lower))
+      problems.push({ pointer: where, message: "the header is named twice (names are case-insensitive)" })
+    else if (!headerValue.test(value))
+      problems.push({ pointer: where, message: "the value must be printable ASCII, without CR, LF or NUL" })
+    seen.add(lower)
   }
   return problems
 }

@@ -3,7 +3,7 @@ import { Agent, type Dispatcher } from "undici"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import type { HttpEndpoint, HttpToolSpec } from "../schema.js"
 import { minScrubbed, toolResult } from "./answer.js"
-import { reservedHeaders } from "./headers.js"
+import { framingHeaders, headerValue, reservedHeaders } from "./headers.js"
 import { compileInputSchema, describeError } from "./input-schema.js"
 import { pointerTokens, resolvePointer } from "./pointer.js"
 import { send } from "./request.js"
@@ -34,8 +34,6 @@ const parsedTemplate = (url: string): Parsed => {
   templates.set(url, parsed)
   return parsed
 }
-
-const headerValue = /^[\t\x20-\x7E]*$/
 
 const failed = (text: string) => ({ content: [{ type: "text" as const, text }], isError: true })
 
@@ -106,6 +104,10 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
         const value = resolvePointer(args, pointerTokens(tool.body.argument) ?? [])
         if (value !== undefined) body = JSON.stringify(value)
       }
+      if (Object.keys(endpoint.headers).some((name) => framingHeaders.has(name.toLowerCase())))
+        return failed(
+          "the endpoint's fixed headers set a framing header (host, content-length, …); an administrator must fix the endpoint"
+        )
       const headers = fixedHeaders(endpoint, body !== undefined)
       for (const [name, pointer] of Object.entries(tool.argument_headers)) {
         const lower = name.toLowerCase()

@@ -139,7 +139,8 @@ export const send = async (
         continue
       }
       const declared = Number(header(answer.headers, "content-length"))
-      if (Number.isFinite(declared) && declared > limits.maxBytes) {
+      // A HEAD answer's content-length is the size of a body it does not send.
+      if (method !== "HEAD" && Number.isFinite(declared) && declared > limits.maxBytes) {
         discard(answer.body)
         return tooLarge(limits.maxBytes)
       }

@@ -180,6 +180,13 @@ describe("HTTP tool calls: the request", () => {
     expect(server.requests).toHaveLength(0)
   })
 
+  it("an endpoint whose fixed headers set a framing header sends nothing", async () => {
+    const answer = await result({ id: "1" }, {}, { headers: { Host: Redacted.make("evil.test") } })
+    expect(answer.isError).toBe(true)
+    expect(textOf(answer)).not.toContain("evil.test")
+    expect(server.requests).toHaveLength(0)
+  })
+
   it("an http:// tool is refused unless the endpoint allows insecure HTTP", async () => {
     const answer = await result({ id: "1" }, { url: "http://127.0.0.1:1/echo/{id}" })
     expect(answer).toMatchObject({ isError: true })
@@ -280,6 +287,15 @@ describe("HTTP tool calls: bounds", () => {
     )
     expect(answer.isError).toBeUndefined()
     expect(textOf(answer)).toHaveLength(1000)
+  })
+
+  it("a HEAD answer declaring more than max_answer_bytes is not refused: it has no body", async () => {
+    const answer = await result(
+      {},
+      { url: `${server.origin}/huge-declared?bytes=5000000`, method: "HEAD", input_schema: { type: "object" } },
+      { max_answer_bytes: 1000 }
+    )
+    expect(answer).toEqual({ content: [{ type: "text", text: "HTTP 200 (no content)" }] })
   })
 
   it("the caller's cancellation stops the request", async () => {

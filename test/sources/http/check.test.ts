@@ -3,7 +3,7 @@
  * API and the OpenAPI importer refuse before a tool is stored, each problem with the JSON Pointer at fault.
  */
 import { describe, expect, it } from "vitest"
-import { checkHttpTool } from "../../../src/sources/http/check.js"
+import { checkEndpointHeaders, checkHttpTool } from "../../../src/sources/http/check.js"
 import type { HttpToolSpec } from "../../../src/sources/schema.js"
 
 const spec = (overrides: Partial<HttpToolSpec> = {}): HttpToolSpec => ({
@@ -138,5 +138,26 @@ describe("checkHttpTool", () => {
   it("a header named twice in different case is refused", () => {
     const problems = checkHttpTool(secure, spec({ argument_headers: { "X-Id": "/id", "x-id": "/fields" } }))
     expect(problems).toEqual([{ pointer: "/argument_headers/x-id", message: expect.stringContaining("named twice") }])
+  })
+})
+
+describe("checkEndpointHeaders", () => {
+  it("fixed headers with header names and printable values have no problem", () => {
+    expect(checkEndpointHeaders({ "X-Api-Key": "k-123", Accept: "application/json" })).toEqual([])
+  })
+
+  it.each([
+    [{ Host: "evil.test" }, "/headers/Host", "host is set by the gateway"],
+    [{ "Content-Length": "0" }, "/headers/Content-Length", "content-length is set by the gateway"],
+    [{ "Transfer-Encoding": "chunked" }, "/headers/Transfer-Encoding", "transfer-encoding is set by the gateway"],
+    [{ "X Key": "v" }, "/headers/X Key", "not an HTTP header name"],
+    [{ "X-Key": "a\r\nX-Evil: 1" }, "/headers/X-Key", "printable ASCII"],
+    [{ "X-Key": "a\u0000" }, "/headers/X-Key", "printable ASCII"],
+    [{ "X-Key": "é" }, "/headers/X-Key", "printable ASCII"],
+    [{ "X-Key": "a", "x-key": "b" }, "/headers/x-key", "named twice"]
+  ])("%j is refused at %s (%s), never quoting the value", (headers, pointer, message) => {
+    const problems = checkEndpointHeaders(headers)
+    expect(problems).toEqual([{ pointer, message: expect.stringContaining(message) }])
+    for (const value of Object.values(headers)) if (value.length > 1) expect(problems[0]!.message).not.toContain(value)
   })
 })
