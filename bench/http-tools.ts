@@ -58,11 +58,12 @@ export const run = async (): Promise<Table> => {
     }
     const args = { id: "42", fields: "name,email" }
     const signal = new AbortController().signal
-    const viaService = async () => {
-      const result = await Effect.runPromise(tools.call(endpoint, tool, args, signal))
-      if (result.isError === true) throw new Error("the HTTP tool call failed")
-    }
-    const viaUndici = async () => {
+    // Both run inside one fiber, as a call does in the gateway (no Effect.runPromise per call); the
+    // undici request is bridged with Effect.promise, as the service bridges its own.
+    const viaService = Effect.flatMap(tools.call(endpoint, tool, args, signal), (result) =>
+      result.isError === true ? Effect.die(new Error("the HTTP tool call failed")) : Effect.void
+    )
+    const viaUndici = Effect.promise(async () => {
       const answer = await direct.request({
         origin: server.origin,
         path: "/echo/users/42?fields=name%2Cemail",
@@ -74,24 +75,29 @@ export const run = async (): Promise<Table> => {
         }
       })
       JSON.parse(await answer.body.text())
-    }
-    const time = async (work: () => Promise<void>, count: number, into: Array<number>) => {
-      for (let index = 0; index < count; index++) {
-        const started = performance.now()
-        await work()
-        into.push(performance.now() - started)
-      }
-    }
-    await time(viaService, WARMUP, [])
-    await time(viaUndici, WARMUP, [])
+    })
+    const time = <E>(work: Effect.Effect<void, E>, count: number, into: Array<number>) =>
+      Effect.gen(function* () {
+        for (let index = 0; index < count; index++) {
+          const started = performance.now()
+          yield* work
+          into.push(performance.now() - started)
+        }
+      })
     const service: Array<number> = []
     const undici: Array<number> = []
-    for (let round = 0; round < ROUNDS; round++) {
-      await time(viaService, PER_ROUND, service)
-      await time(viaUndici, PER_ROUND, undici)
-      // The server records every request: keep its memory flat.
-      server.requests.length = 0
-    }
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* time(viaService, WARMUP, [])
+        yield* time(viaUndici, WARMUP, [])
+        for (let round = 0; round < ROUNDS; round++) {
+          yield* time(viaService, PER_ROUND, service)
+          yield* time(viaUndici, PER_ROUND, undici)
+          // The server records every request: keep its memory flat.
+          server.requests.length = 0
+        }
+      })
+    )
     const p50 = (values: ReadonlyArray<number>) => percentile(values, 50)
     const p99 = (values: ReadonlyArray<number>) => percentile(values, 99)
     return {
@@ -109,7 +115,7 @@ export const run = async (): Promise<Table> => {
       ],
       notes: [
         `${(ROUNDS * PER_ROUND).toLocaleString("en-US")} sequential calls each (rounds of ${PER_ROUND}, interleaved) after ` +
-          `${WARMUP} warm-up; in process, one kept-alive TLS connection each. The issue's target — an HTTP tool's ` +
+          `${WARMUP} warm-up; in process, in one fiber, one kept-alive TLS connection each. The issue's target — an HTTP tool's ` +
           "call adds no more than a backend tool's — is measured end to end through /mcp after the catalog part is merged."
       ]
     }

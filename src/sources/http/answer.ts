@@ -28,6 +28,12 @@ export const scrubText = (text: string, secrets: ReadonlyArray<string>): string 
   return out
 }
 
+/** Whether a JSON text holds a secret as written or as JSON escapes it (`/` as `\/` is not one of those). */
+const mayHoldSecret = (text: string, secrets: ReadonlyArray<string>): boolean =>
+  secrets.some(
+    (secret) => text.includes(secret) || text.includes(JSON.stringify(secret).slice(1, -1)) || text.includes("\\u")
+  )
+
 const scrubValue = (value: unknown, secrets: ReadonlyArray<string>): unknown => {
   if (typeof value === "string") return scrubText(value, secrets)
   if (Array.isArray(value)) return value.map((item) => scrubValue(item, secrets))
@@ -109,17 +115,20 @@ export const toolResult = (answer: Answer, secrets: ReadonlyArray<string>): Call
   if (answer.method === "HEAD" || answer.body.length === 0)
     return { content: [{ type: "text", text: `HTTP ${answer.status} (no content)` }] }
   if (type !== undefined && isJson(type.essence)) {
+    const text = decode(answer.body, type.charset)
     let parsed: unknown
     try {
-      parsed = JSON.parse(decode(answer.body, type.charset))
+      parsed = JSON.parse(text)
     } catch {
       return refused(`the service answered ${type.essence} that is not valid JSON`)
     }
-    const value = scrubValue(parsed, secrets)
-    const text = JSON.stringify(value)
+    // Most answers hold no secret: then the service's own text is the text block, and nothing is copied.
+    const clean = !mayHoldSecret(text, secrets)
+    const value = clean ? parsed : scrubValue(parsed, secrets)
+    const json = clean ? text : JSON.stringify(value)
     return isRecord(value)
-      ? { content: [{ type: "text", text }], structuredContent: value }
-      : { content: [{ type: "text", text }] }
+      ? { content: [{ type: "text", text: json }], structuredContent: value }
+      : { content: [{ type: "text", text: json }] }
   }
   if (type !== undefined && isText(type.essence))
     return { content: [{ type: "text", text: scrubText(decode(answer.body, type.charset), secrets) }] }

@@ -72,6 +72,23 @@ const discard = (body: Dispatcher.ResponseData["body"]) => {
   body.destroy()
 }
 
+/** The whole body, or undefined (and the body dropped) once it passes `maxBytes`. Events, not `for await`: cheaper per chunk. */
+const readBounded = (body: Dispatcher.ResponseData["body"], maxBytes: number) =>
+  new Promise<Buffer | undefined>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    body.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > maxBytes) {
+        body.removeAllListeners("data")
+        discard(body)
+        resolve(undefined)
+      } else chunks.push(chunk)
+    })
+    body.once("end", () => resolve(Buffer.concat(chunks, size)))
+    body.once("error", reject)
+  })
+
 const seconds = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`)
 
 export const send = async (
@@ -144,22 +161,13 @@ export const send = async (
         discard(answer.body)
         return tooLarge(limits.maxBytes)
       }
-      const chunks: Array<Buffer> = []
-      let size = 0
-      for await (const chunk of answer.body) {
-        const bytes = chunk as Buffer
-        size += bytes.length
-        if (size > limits.maxBytes) {
-          discard(answer.body)
-          return tooLarge(limits.maxBytes)
-        }
-        chunks.push(bytes)
-      }
+      const read = await readBounded(answer.body, limits.maxBytes)
+      if (read === undefined) return tooLarge(limits.maxBytes)
       return {
         ok: true,
         status: answer.statusCode,
         contentType: header(answer.headers, "content-type"),
-        body: Buffer.concat(chunks, size),
+        body: read,
         method
       }
     }
