@@ -7,7 +7,8 @@ import type { TestCa } from "./test-ca.js"
  * A real HTTPS service behind HTTP tools (certificate from the test CA), recording every request exactly
  * as it arrived (the raw request target, headers, body) so tests prove what the gateway sent — and what
  * it did not. Routes:
- * - `/echo/…` (any method): 200 JSON `{ method, target, path, query, headers, body }`;
+ * - `/echo/…` (any method): 200 JSON `{ method, target, path, query, headers, body }`; `/echo-escaped`:
+ *   the headers as JSON whose values are all `\u` escapes;
  * - `/text`, `/array`, `/image`, `/binary`, `/bad-json`, `/no-type`: answers of those kinds;
  * - `/slow?ms=N`: answers after N ms (default 10 s); `/trickle`: sends a byte every 100 ms, for ever;
  * - `/huge?bytes=N`: N bytes of JSON-ish text, chunked (no content-length); `/huge-declared?bytes=N`:
@@ -65,6 +66,19 @@ const route = (request: IncomingMessage, response: ServerResponse, body: string,
       headers: request.headers,
       body
     })
+    return
+  }
+  if (path === "/echo-escaped") {
+    // The request's headers as JSON with every character of their values written as a \u escape: an
+    // echo a plain text search for a secret would miss.
+    const escaped = Object.entries(request.headers)
+      .map(([name, value]) => {
+        const text = [...String(value)].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")
+        return `${JSON.stringify(name)}:"${text}"`
+      })
+      .join(",")
+    response.writeHead(200, { "content-type": "application/json" })
+    response.end(`{"headers":{${escaped}}}`)
     return
   }
   if (path === "/text") {

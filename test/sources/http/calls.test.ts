@@ -421,6 +421,14 @@ describe("HTTP tool calls: secrets never come back (canary scan)", () => {
     }
   })
 
+  it("an echo that writes the secrets as JSON \\u escapes is scrubbed too", async () => {
+    const answer = await result({}, { url: `${server.origin}/echo-escaped`, input_schema: { type: "object" } })
+    expect(answer.structuredContent).toMatchObject({
+      headers: { authorization: "Bearer [redacted]", "x-api-key": "[redacted]" }
+    })
+    expectNoSecret(answer)
+  })
+
   it("no failure message carries a secret or the query string", async () => {
     const failures = [
       await call({ id: "..", q: "query-canary" }),
