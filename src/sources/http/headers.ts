@@ -1,0 +1,37 @@
+/** Header names an argument never sets: framing, routing and the credentials' own. */
+export const reservedHeaders = new Set([
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "host",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer",
+  "expect",
+  "proxy-connection"
+])
+
+/** Header names the endpoint's fixed headers cannot set either: framing and routing are the gateway's. */
+export const framingHeaders = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer",
+  "expect",
+  "proxy-connection"
+])
+
+/** An HTTP header name (RFC 9110 token). */
+export const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/
+
+/** A header value the gateway sends: printable ASCII and tabs (no CR, LF, NUL or other control). */
+export const headerValue = /^[\t\x20-\x7E]*$/
