@@ -1,0 +1,181 @@
+/**
+ * The CPU-heavy half of an OpenAPI import, run on a worker thread (parse.ts) so that a large document
+ * never stalls the gateway's event loop and its memory is bounded apart from the gateway's: the
+ * document's bytes hashed, parsed (JSON, or YAML with few aliases), every `$ref` checked to be internal
+ * and to point at something, then validated against the OpenAPI 3.0 / 3.1 schema by
+ * `@scalar/openapi-parser` (docs/decisions.md, "OpenAPI imports: the parser").
+ *
+ * This function's source text is the worker's whole program (`new Worker(source, { eval: true })`), as
+ * in src/events/archive/record-worker.ts: it uses nothing but its parameters and globals, and loads the
+ * parser and `yaml` from the paths the main thread resolved. `importModule` is `import()` written in the
+ * worker's own source (parse.ts): a test runner rewrites the `import()`s of the files it loads.
+ */
+export function parseWorker(load: NodeJS.Require, importModule: (url: string) => Promise<unknown>): void {
+  const { parentPort, workerData } = load("node:worker_threads") as typeof import("node:worker_threads")
+  const { createHash } = load("node:crypto") as typeof import("node:crypto")
+  const { text, yamlPath, parserUrl, maxDepth } = workerData as {
+    readonly text: string
+    readonly yamlPath: string
+    readonly parserUrl: string
+    readonly maxDepth: number
+  }
+  // The parser writes to the console when its error formatting trips; the gateway's logs are
+  // structured lines, and what a document makes a library print is not one.
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {}
+
+  type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+  const post = (message: unknown) => parentPort?.postMessage(message)
+  const fail = (pointer: string, message: string) => post({ ok: false, pointer, message })
+  const escapeSegment = (segment: string) => segment.replaceAll("~", "~0").replaceAll("/", "~1")
+  const unescapeSegment = (segment: string) => segment.replaceAll("~1", "/").replaceAll("~0", "~")
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value)
+  const shown = (value: string) => JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)
+
+  const lineAndColumn = (offset: number) => {
+    const before = text.slice(0, offset)
+    const line = before.split("\n").length
+    return `line ${line}, column ${offset - before.lastIndexOf("\n")}`
+  }
+
+  /** JSON when it looks like JSON, YAML otherwise; messages name a place, never echo the content. */
+  const parse = (): { readonly document: Json } | undefined => {
+    const start = text.trimStart()[0]
+    if (start === "{" || start === "[") {
+      try {
+        return { document: JSON.parse(text) as Json }
+      } catch (error) {
+        const at = /position (\d+)/.exec(error instanceof Error ? error.message : "")
+        fail("", `the document is not valid JSON${at === null ? "" : ` (${lineAndColumn(Number(at[1]))})`}`)
+        return undefined
+      }
+    }
+    const YAML = load(yamlPath) as typeof import("yaml")
+    const parsed = YAML.parseDocument(text, { prettyErrors: false, uniqueKeys: true, merge: false })
+    const error = parsed.errors[0]
+    if (error !== undefined) {
+      const place = error.linePos?.[0]
+      fail(
+        "",
+        `the document is not valid YAML (${place ? `line ${place.line}, column ${place.col}: ` : ""}${error.code})`
+      )
+      return undefined
+    }
+    try {
+      return { document: parsed.toJS({ maxAliasCount: 100 }) as Json }
+    } catch {
+      fail("", "the document's YAML aliases expand too far (more than 100)")
+      return undefined
+    }
+  }
+
+  /**
+   * Every `$ref` must be a JSON Pointer into this document: following another URL would let whoever
+   * writes the document make the gateway fetch it. Checked before the parser sees the document, so
+   * no resolver of the parser's is ever asked to. Also bounds the nesting the parser recurses into.
+   */
+  const checkReferences = (document: Json): boolean => {
+    const internal: Array<{ readonly at: string; readonly target: string }> = []
+    const stack: Array<{ readonly value: Json; readonly at: string; readonly depth: number }> = [
+      { value: document, at: "", depth: 0 }
+    ]
+    for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+      const { value, at, depth } = item
+      if (typeof value !== "object" || value === null) continue
+      if (depth > maxDepth) {
+        fail(at, `nested deeper than ${maxDepth} levels`)
+        return false
+      }
+      if (Array.isArray(value)) {
+        value.forEach((child, index) => {
+          stack.push({ value: child, at: `${at}/${index}`, depth: depth + 1 })
+        })
+        continue
+      }
+      const record = value as { readonly [key: string]: Json }
+      const ref = record.$ref
+      if (typeof ref === "string") {
+        if (!ref.startsWith("#")) {
+          fail(
+            `${at}/$ref`,
+            `the reference ${shown(ref)} leaves the document: only references inside it ("#/…") are followed`
+          )
+          return false
+        }
+        if (ref !== "#" && !ref.startsWith("#/")) {
+          fail(`${at}/$ref`, `the reference ${shown(ref)} is not a JSON Pointer ("#/…")`)
+          return false
+        }
+        internal.push({ at: `${at}/$ref`, target: ref })
+      }
+      for (const [key, child] of Object.entries(record)) {
+        stack.push({ value: child, at: `${at}/${escapeSegment(key)}`, depth: depth + 1 })
+      }
+    }
+    for (const { at, target } of internal) {
+      let here: Json | undefined = document
+      let segments: Array<string>
+      try {
+        segments = target === "#" ? [] : target.slice(2).split("/").map(decodeURIComponent).map(unescapeSegment)
+      } catch {
+        fail(at, `the reference ${shown(target)} is not a well-formed JSON Pointer`)
+        return false
+      }
+      for (const segment of segments) {
+        here =
+          Array.isArray(here) && /^(0|[1-9][0-9]*)$/.test(segment)
+            ? (here as ReadonlyArray<Json>)[Number(segment)]
+            : isObject(here) && Object.hasOwn(here, segment)
+              ? (here as { readonly [key: string]: Json })[segment]
+              : undefined
+        if (here === undefined) break
+      }
+      if (here === undefined) {
+        fail(at, `the reference ${shown(target)} points at nothing in the document`)
+        return false
+      }
+    }
+    return true
+  }
+
+  /** The most specific of the parser's findings: the deepest pointer, the first among equals. */
+  const firstFinding = (
+    errors: ReadonlyArray<{ readonly message?: unknown; readonly path?: unknown }>
+  ): { readonly pointer: string; readonly message: string } => {
+    let best: { readonly pointer: string; readonly message: string; readonly depth: number } | undefined
+    for (const error of errors) {
+      const pointer =
+        typeof error.path === "string" && (error.path === "" || error.path.startsWith("/")) ? error.path : ""
+      const depth = pointer === "" ? 0 : pointer.split("/").length
+      if (best === undefined || depth > best.depth) {
+        best = { pointer, message: typeof error.message === "string" ? error.message : "invalid", depth }
+      }
+    }
+    const more = errors.length > 1 ? ` (and ${errors.length - 1} other finding${errors.length > 2 ? "s" : ""})` : ""
+    return best === undefined
+      ? { pointer: "", message: "the document is not a valid OpenAPI document" }
+      : { pointer: best.pointer, message: `${best.message}${more}` }
+  }
+
+  const run = async () => {
+    const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
+    const parsed = parse()
+    if (parsed === undefined) return
+    const { document } = parsed
+    if (!isObject(document)) return fail("", "the document is not an object")
+    const version = document.openapi
+    if (typeof version !== "string" || !/^3\.[01]\.\d+$/.test(version)) {
+      return fail("/openapi", "expected an OpenAPI 3.0 or 3.1 document (`openapi: 3.0.x` or `3.1.x`)")
+    }
+    if (!checkReferences(document)) return
+    const { validate } = (await importModule(parserUrl)) as typeof import("@scalar/openapi-parser")
+    // The parser resolves references on its own copy; the document it is given stays as parsed.
+    const result = await validate(document as never)
+    if (!result.valid) {
+      const finding = firstFinding(result.errors ?? [])
+      return fail(finding.pointer, finding.message)
+    }
+    post({ ok: true, document, sha256 })
+  }
+  run().catch(() => fail("", "the document could not be parsed"))
+}
