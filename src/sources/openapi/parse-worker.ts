@@ -32,33 +32,31 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
     typeof value === "object" && value !== null && !Array.isArray(value)
   const shown = (value: string) => JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)
 
-  const lineAndColumn = (offset: number) => {
+  /** Where an offset of the text is, as people count: "line 3, column 7". */
+  const placeOf = (offset: number | undefined) => {
+    if (offset === undefined) return undefined
     const before = text.slice(0, offset)
-    const line = before.split("\n").length
-    return `line ${line}, column ${offset - before.lastIndexOf("\n")}`
+    return `line ${before.split("\n").length}, column ${offset - before.lastIndexOf("\n")}`
   }
 
   /** JSON when it looks like JSON, YAML otherwise; messages name a place, never echo the content. */
   const parse = (): { readonly document: Json } | undefined => {
+    const YAML = load(yamlPath) as typeof import("yaml")
     const start = text.trimStart()[0]
     if (start === "{" || start === "[") {
       try {
         return { document: JSON.parse(text) as Json }
-      } catch (error) {
-        const at = /position (\d+)/.exec(error instanceof Error ? error.message : "")
-        fail("", `the document is not valid JSON${at === null ? "" : ` (${lineAndColumn(Number(at[1]))})`}`)
+      } catch {
+        // JSON.parse's message quotes the text and gives no line: YAML (a superset of JSON) places it.
+        const place = placeOf(YAML.parseDocument(text, { prettyErrors: false }).errors[0]?.pos[0])
+        fail("", `the document is not valid JSON${place === undefined ? "" : ` (${place})`}`)
         return undefined
       }
     }
-    const YAML = load(yamlPath) as typeof import("yaml")
     const parsed = YAML.parseDocument(text, { prettyErrors: false, uniqueKeys: true, merge: false })
     const error = parsed.errors[0]
     if (error !== undefined) {
-      const place = error.linePos?.[0]
-      fail(
-        "",
-        `the document is not valid YAML (${place ? `line ${place.line}, column ${place.col}: ` : ""}${error.code})`
-      )
+      fail("", `the document is not valid YAML (${placeOf(error.pos[0])}: ${error.code})`)
       return undefined
     }
     try {
