@@ -312,3 +312,63 @@ describe("tool names", () => {
     expect(tools[3]?.input_schema.required).toEqual(["pet_id"])
   })
 })
+
+describe("what a tool cannot send", () => {
+  it("is left out — a parameter when optional, the operation when required — and listed with its reason", async () => {
+    const text = (name: string, where: string, required = false) => ({
+      name,
+      in: where,
+      required,
+      schema: { type: "string" }
+    })
+    const document = document30({
+      "/search|all/50%/x%zz": {
+        get: {
+          operationId: "search",
+          parameters: [
+            text("filter[status]", "query"),
+            text("sort", "query"),
+            { ...text("ids", "query"), style: "pipeDelimited" },
+            text("Host", "header"),
+            text("Content-Type", "header"),
+            text("X-Trace", "header")
+          ],
+          responses: ok
+        },
+        post: { operationId: "strict", parameters: [text("filter[status]", "query", true)], responses: ok },
+        put: { operationId: "cookie", parameters: [text("session", "cookie", true)], responses: ok },
+        options: { operationId: "probe", responses: ok }
+      }
+    })
+    const { tools, skipped } = await imported({ source: { document } })
+    expect(tools.map((tool) => [tool.name, tool.url, Object.keys(tool.input_schema.properties as object)])).toEqual([
+      ["search", "https://api.example.test/v1/search%7Call/50%25/x%25zz{?sort}", ["sort", "X-Trace"]]
+    ])
+    expect(tools[0]?.argument_headers).toEqual({ "X-Trace": "/X-Trace" })
+    const at = "/paths/~1search|all~150%~1x%zz"
+    expect(skipped).toEqual([
+      {
+        pointer: `${at}/get/parameters/0`,
+        reason: "parameter left out of the tool: it has a name a URL template cannot write as a query parameter"
+      },
+      {
+        pointer: `${at}/get/parameters/2`,
+        reason:
+          "parameter left out of the tool: it is sent in the pipeDelimited style, which a URL template cannot write"
+      },
+      {
+        pointer: `${at}/get/parameters/3`,
+        reason: "parameter left out of the tool: it names a header an argument may not set"
+      },
+      {
+        pointer: `${at}/put`,
+        reason: `operation left out: its required parameter ${at}/put/parameters/0 is a cookie, which HTTP tools do not send`
+      },
+      {
+        pointer: `${at}/post`,
+        reason: `operation left out: its required parameter ${at}/post/parameters/0 has a name a URL template cannot write as a query parameter`
+      },
+      { pointer: `${at}/options`, reason: "operation left out: HTTP tools do not send OPTIONS requests" }
+    ])
+  })
+})
