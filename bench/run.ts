@@ -21,7 +21,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "approvals", load: () => import("./approvals.js") },
   { name: "answers", load: () => import("./answers.js") },
   { name: "webhooks", load: () => import("./webhooks.js") },
-  { name: "audit", load: () => import("./audit.js") }
+  { name: "audit", load: () => import("./audit.js") },
+  { name: "openapi", load: () => import("./openapi.js") }
 ]
 
 const picked = process.argv.slice(2)

@@ -23,8 +23,8 @@ export interface Mapped {
 
 /** Tools one import may yield. */
 export const MAX_TOOLS = 10_000
-/** Operations mapped between two turns of the event loop. */
-const SLICE = 32
+/** How long the mapping runs before it lets the event loop turn (requests waiting meanwhile). */
+const SLICE_MS = 5
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const
 const TOOL_METHODS: Record<string, HttpToolSpec["method"] | undefined> = {
@@ -160,6 +160,7 @@ class Unmappable {
 interface OperationContext {
   readonly document: Record<string, unknown>
   readonly version: OpenApiVersion
+  /** The server URL, escaped as a template literal. */
   readonly base: string
   readonly path: string
   readonly pathItem: Record<string, unknown>
@@ -306,7 +307,7 @@ const operationTool = (context: OperationContext): Omit<HttpToolSpec, "name"> =>
     ...(summary === "" ? {} : { title: summary }),
     description: description === "" ? summary : description,
     method,
-    url: `${literal(context.base)}${path}${query}`,
+    url: `${context.base}${path}${query}`,
     input_schema: {
       type: "object",
       properties,
@@ -335,8 +336,9 @@ export const mapOperations = (input: {
     const skipped: Array<Skipped> = []
     const named = new Map<string, string>()
     const budget: NodeBudget = { left: MAX_NODES_PER_IMPORT }
+    const base = literal(input.base)
     const paths = isObject(document.paths) ? document.paths : {}
-    let done = 0
+    let sliceStart = performance.now()
     for (const [path, rawItem] of Object.entries(paths)) {
       const pathPointer = pointerOf("paths", path)
       const { value: pathItem } = deref(document, rawItem, pathPointer)
@@ -345,14 +347,16 @@ export const mapOperations = (input: {
         const operation = pathItem[method]
         if (!isObject(operation)) continue
         const operationPointer = `${pathPointer}/${method}`
-        done += 1
-        if (done % SLICE === 0) yield* yieldToLoop
+        if (performance.now() - sliceStart > SLICE_MS) {
+          yield* yieldToLoop
+          sliceStart = performance.now()
+        }
         let tool: Omit<HttpToolSpec, "name">
         try {
           tool = operationTool({
             document,
             version: input.version,
-            base: input.base,
+            base,
             path,
             pathItem,
             pathPointer,

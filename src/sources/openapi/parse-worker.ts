@@ -173,7 +173,35 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       const finding = firstFinding(result.errors ?? [])
       return fail(finding.pointer, finding.message)
     }
-    post({ ok: true, document, sha256 })
+    sendInParts(document)
+    post({ ok: true, sha256 })
+  }
+
+  /**
+   * The document goes back in parts: the path items, webhooks and each kind of component in batches,
+   * the rest whole. The main thread rebuilds it one message at a time (parse.ts), so copying a large
+   * document in never holds its event loop for longer than a batch takes.
+   */
+  const sendInParts = (document: { readonly [key: string]: Json }) => {
+    const batch = 64
+    const send = (path: ReadonlyArray<string>, value: Json) => {
+      const [first] = path
+      const split =
+        isObject(value) &&
+        ((path.length === 1 && (first === "paths" || first === "webhooks" || first === "components")) ||
+          (path.length === 2 && first === "components"))
+      if (!split) return post({ part: "value", path, value })
+      post({ part: "object", path })
+      const entries = Object.entries(value as { readonly [key: string]: Json })
+      if (path.length === 1 && first === "components") {
+        for (const [key, child] of entries) send([...path, key], child)
+        return
+      }
+      for (let at = 0; at < entries.length; at += batch) {
+        post({ part: "entries", path, entries: entries.slice(at, at + batch) })
+      }
+    }
+    for (const [key, value] of Object.entries(document)) send([key], value)
   }
   run().catch(() => fail("", "the document could not be parsed"))
 }

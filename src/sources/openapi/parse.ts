@@ -27,8 +27,35 @@ const resolveFrom = createRequire(import.meta.url)
 const workerSource = `var __name = (target) => target;\n(${parseWorker.toString()})(require, (url) => import(url))`
 
 type Answer =
-  | { readonly ok: true; readonly document: Record<string, unknown>; readonly sha256: string }
+  | { readonly ok: true; readonly sha256: string }
   | { readonly ok: false; readonly pointer: string; readonly message: string }
+  | { readonly part: "value"; readonly path: ReadonlyArray<string>; readonly value: unknown }
+  | { readonly part: "object"; readonly path: ReadonlyArray<string> }
+  | {
+      readonly part: "entries"
+      readonly path: ReadonlyArray<string>
+      readonly entries: ReadonlyArray<[string, unknown]>
+    }
+
+/** Sets an own property, whatever its name (`__proto__` included, as JSON.parse does). */
+const define = (target: Record<string, unknown>, key: string, value: unknown) =>
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+
+/** The object at `path` of the document being rebuilt from the worker's parts. */
+const at = (document: Record<string, unknown>, path: ReadonlyArray<string>) => {
+  let here = document
+  for (const key of path) here = here[key] as Record<string, unknown>
+  return here
+}
+
+/** Rebuilds the document from one of the worker's parts (parse-worker.ts, `sendInParts`). */
+const rebuild = (document: Record<string, unknown>, message: Exclude<Answer, { readonly ok: boolean }>) => {
+  const parent = at(document, message.path.slice(0, -1))
+  const key = message.path[message.path.length - 1] ?? ""
+  if (message.part === "value") define(parent, key, message.value)
+  else if (message.part === "object") define(parent, key, {})
+  else for (const [name, value] of message.entries) define(at(document, message.path), name, value)
+}
 
 /**
  * Parses and validates an OpenAPI document's text on a worker thread of its own (parse-worker.ts),
@@ -50,13 +77,12 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
       resume(outcome)
       void worker.terminate()
     }
-    worker.once("message", (message: Answer) =>
-      answer(
-        message.ok
-          ? Effect.succeed({ document: message.document, sha256: message.sha256 })
-          : Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message }))
-      )
-    )
+    const document: Record<string, unknown> = {}
+    worker.on("message", (message: Answer) => {
+      if ("part" in message) rebuild(document, message)
+      else if (message.ok) answer(Effect.succeed({ document, sha256: message.sha256 }))
+      else answer(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })))
+    })
     worker.once("error", (error: NodeJS.ErrnoException) =>
       answer(
         Effect.fail(
