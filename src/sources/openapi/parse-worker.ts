@@ -13,8 +13,7 @@
 export function parseWorker(load: NodeJS.Require, importModule: (url: string) => Promise<unknown>): void {
   const { parentPort, workerData } = load("node:worker_threads") as typeof import("node:worker_threads")
   const { createHash } = load("node:crypto") as typeof import("node:crypto")
-  const { text, yamlPath, parserUrl, maxDepth } = workerData as {
-    readonly text: string
+  const { yamlPath, parserUrl, maxDepth } = workerData as {
     readonly yamlPath: string
     readonly parserUrl: string
     readonly maxDepth: number
@@ -23,6 +22,8 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
   // structured lines, and what a document makes a library print is not one.
   for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {}
 
+  /** The document of the job at hand: one at a time (parse.ts sends the next when this one answered). */
+  let text = ""
   type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
   const post = (message: unknown) => parentPort?.postMessage(message)
   const fail = (pointer: string, message: string) => post({ ok: false, pointer, message })
@@ -30,7 +31,7 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
   const unescapeSegment = (segment: string) => segment.replaceAll("~1", "/").replaceAll("~0", "~")
   const isObject = (value: unknown): value is Record<string, unknown> =>
     typeof value === "object" && value !== null && !Array.isArray(value)
-  const shown = (value: string) => JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)
+  const shown = (value: string) => JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}...` : value)
 
   /** Where an offset of the text is, as people count: "line 3, column 7". */
   const placeOf = (offset: number | undefined) => {
@@ -96,12 +97,12 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
         if (!ref.startsWith("#")) {
           fail(
             `${at}/$ref`,
-            `the reference ${shown(ref)} leaves the document: only references inside it ("#/…") are followed`
+            `the reference ${shown(ref)} leaves the document: only references inside it ("#/...") are followed`
           )
           return false
         }
         if (ref !== "#" && !ref.startsWith("#/")) {
-          fail(`${at}/$ref`, `the reference ${shown(ref)} is not a JSON Pointer ("#/…")`)
+          fail(`${at}/$ref`, `the reference ${shown(ref)} is not a JSON Pointer ("#/...")`)
           return false
         }
         internal.push({ at: `${at}/$ref`, target: ref })
@@ -155,6 +156,7 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       : { pointer: best.pointer, message: `${best.message}${more}` }
   }
 
+  let parser: Promise<typeof import("@scalar/openapi-parser")> | undefined
   const run = async () => {
     const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
     const parsed = parse()
@@ -166,7 +168,8 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       return fail("/openapi", "expected an OpenAPI 3.0 or 3.1 document (`openapi: 3.0.x` or `3.1.x`)")
     }
     if (!checkReferences(document)) return
-    const { validate } = (await importModule(parserUrl)) as typeof import("@scalar/openapi-parser")
+    parser ??= importModule(parserUrl) as Promise<typeof import("@scalar/openapi-parser")>
+    const { validate } = await parser
     // The parser resolves references on its own copy; the document it is given stays as parsed.
     const result = await validate(document as never)
     if (!result.valid) {
@@ -203,5 +206,12 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
     }
     for (const [key, value] of Object.entries(document)) send([key], value)
   }
-  run().catch(() => fail("", "the document could not be parsed"))
+  parentPort?.on("message", (job: string) => {
+    text = job
+    run()
+      .catch(() => fail("", "the document could not be parsed"))
+      .finally(() => {
+        text = ""
+      })
+  })
 }

@@ -57,55 +57,100 @@ const rebuild = (document: Record<string, unknown>, message: Exclude<Answer, { r
   else for (const [name, value] of message.entries) define(at(document, message.path), name, value)
 }
 
+/** How long an idle worker is kept for the next import before it is ended (and its memory freed). */
+const IDLE_MS = 30_000
+
 /**
- * Parses and validates an OpenAPI document's text on a worker thread of its own (parse-worker.ts),
- * one per import: imports are rare, and a fresh worker gives its memory back when it ends.
+ * The parser's worker: started at the first import, reused by the next ones while it lives (the parser
+ * stays loaded and compiled code warm), ended after `IDLE_MS` without work, after a job that failed
+ * from outside (error, timeout, interruption), and never keeping the process alive (`unref`).
+ */
+let current: { readonly worker: Worker; idle: NodeJS.Timeout | undefined } | undefined
+
+const startWorker = () => {
+  const workerData = {
+    yamlPath: resolveFrom.resolve("yaml"),
+    parserUrl: pathToFileURL(resolveFrom.resolve("@scalar/openapi-parser")).href,
+    maxDepth: MAX_DEPTH
+  }
+  const worker = new Worker(workerSource, { eval: true, workerData, resourceLimits: WORKER_LIMITS })
+  worker.unref()
+  // An error between jobs (none is expected) must not become an uncaught one; the exit below follows.
+  worker.on("error", () => undefined)
+  const started = { worker, idle: undefined }
+  worker.once("exit", () => {
+    if (current === started) current = undefined
+  })
+  return started
+}
+
+const endWorker = (ended: NonNullable<typeof current>) => {
+  if (current === ended) current = undefined
+  if (ended.idle !== undefined) clearTimeout(ended.idle)
+  void ended.worker.terminate()
+}
+
+/** One job at a time on the worker: its answers are the parts of one document, then its outcome. */
+const oneAtATime = Effect.unsafeMakeSemaphore(1)
+
+/**
+ * Parses and validates an OpenAPI document's text on the parser's worker thread (parse-worker.ts),
+ * then rebuilds the document here from the parts the worker sends, one message at a time.
  */
 export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenApiInvalid> =>
-  Effect.async<ParsedDocument, OpenApiInvalid>((resume) => {
-    const workerData = {
-      text,
-      yamlPath: resolveFrom.resolve("yaml"),
-      parserUrl: pathToFileURL(resolveFrom.resolve("@scalar/openapi-parser")).href,
-      maxDepth: MAX_DEPTH
-    }
-    const worker = new Worker(workerSource, { eval: true, workerData, resourceLimits: WORKER_LIMITS })
-    let answered = false
-    const answer = (outcome: Effect.Effect<ParsedDocument, OpenApiInvalid>) => {
-      if (answered) return
-      answered = true
-      resume(outcome)
-      void worker.terminate()
-    }
-    const document: Record<string, unknown> = {}
-    worker.on("message", (message: Answer) => {
-      if ("part" in message) rebuild(document, message)
-      else if (message.ok) answer(Effect.succeed({ document, sha256: message.sha256 }))
-      else answer(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })))
-    })
-    worker.once("error", (error: NodeJS.ErrnoException) =>
-      answer(
-        Effect.fail(
-          new OpenApiInvalid({
-            pointer: "",
-            message:
-              error.code === "ERR_WORKER_OUT_OF_MEMORY"
-                ? "the document takes more memory to parse than an import may use"
-                : "the document could not be parsed"
-          })
+  oneAtATime.withPermits(1)(
+    Effect.async<ParsedDocument, OpenApiInvalid>((resume) => {
+      const job = current ?? startWorker()
+      current = job
+      if (job.idle !== undefined) clearTimeout(job.idle)
+      job.idle = undefined
+      const { worker } = job
+      const document: Record<string, unknown> = {}
+      const finish = (outcome: Effect.Effect<ParsedDocument, OpenApiInvalid>, keep: boolean) => {
+        worker.off("message", onMessage)
+        worker.off("error", onError)
+        worker.off("exit", onExit)
+        if (keep && current === job) {
+          job.idle = setTimeout(() => endWorker(job), IDLE_MS)
+          job.idle.unref()
+        } else endWorker(job)
+        resume(outcome)
+      }
+      const onMessage = (message: Answer) => {
+        if ("part" in message) rebuild(document, message)
+        else if (message.ok) finish(Effect.succeed({ document, sha256: message.sha256 }), true)
+        else finish(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })), true)
+      }
+      const onError = (error: NodeJS.ErrnoException) =>
+        finish(
+          Effect.fail(
+            new OpenApiInvalid({
+              pointer: "",
+              message:
+                error.code === "ERR_WORKER_OUT_OF_MEMORY"
+                  ? "the document takes more memory to parse than an import may use"
+                  : "the document could not be parsed"
+            })
+          ),
+          false
         )
-      )
+      const onExit = () =>
+        finish(Effect.fail(new OpenApiInvalid({ pointer: "", message: "the document could not be parsed" })), false)
+      worker.on("message", onMessage)
+      worker.once("error", onError)
+      worker.once("exit", onExit)
+      worker.postMessage(text)
+      // Interrupted (the timeout below, or the caller): the worker may be mid-document; it is ended.
+      return Effect.sync(() => {
+        worker.off("message", onMessage)
+        worker.off("error", onError)
+        worker.off("exit", onExit)
+        endWorker(job)
+      })
+    }).pipe(
+      Effect.timeoutFail({
+        duration: PARSE_TIMEOUT,
+        onTimeout: () => new OpenApiInvalid({ pointer: "", message: "parsing the document took too long" })
+      })
     )
-    worker.once("exit", () =>
-      answer(Effect.fail(new OpenApiInvalid({ pointer: "", message: "the document could not be parsed" })))
-    )
-    return Effect.sync(() => {
-      answered = true
-      void worker.terminate()
-    })
-  }).pipe(
-    Effect.timeoutFail({
-      duration: PARSE_TIMEOUT,
-      onTimeout: () => new OpenApiInvalid({ pointer: "", message: "parsing the document took too long" })
-    })
   )

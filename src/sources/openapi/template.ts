@@ -39,7 +39,7 @@ export const splitPath = (path: string): ReadonlyArray<PathPart> | { readonly pr
     const end = rest.indexOf("}", open)
     if (end < 0) return { problem: 'a path has a "{" without its "}"' }
     const name = rest.slice(open + 1, end)
-    if (name === "" || name.includes("{")) return { problem: "a path has an empty or nested {…}" }
+    if (name === "" || name.includes("{")) return { problem: "a path has an empty or nested {...}" }
     if (open > 0) parts.push({ literal: rest.slice(0, open) })
     parts.push({ parameter: name })
     rest = rest.slice(end + 1)

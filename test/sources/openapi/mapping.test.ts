@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
 import type { HttpToolSpec } from "../../../src/sources/schema.js"
 import { ToolName } from "../../../src/sources/schema.js"
-import { document30, fixture, imported, ok } from "./support.js"
+import { document30, fixture, imported, ok, refused } from "./support.js"
 
 const petstoreText = fixture("petstore-3.0.yaml")
 
@@ -370,5 +370,20 @@ describe("what a tool cannot send", () => {
       },
       { pointer: `${at}/options`, reason: "operation left out: HTTP tools do not send OPTIONS requests" }
     ])
+  })
+})
+
+describe("the parser's worker", () => {
+  it("serves imports started together one at a time, each with its own document's tools or refusal", async () => {
+    const [petstore, notes, broken, again] = await Promise.all([
+      imported({ source: { document: petstoreText } }),
+      imported({ source: { document: fixture("notes-3.1.json") } }),
+      refused({ source: { document: document30({ "/pets": { get: { responses: "nope" } } }) } }),
+      imported({ source: { document: petstoreText } })
+    ])
+    expect(petstore.tools).toHaveLength(19)
+    expect(notes.tools.map((tool) => tool.name)).toEqual(["listNotes", "post_folders_folderId_notes", "getFolder"])
+    expect(broken.pointer).toBe("/paths/~1pets/get/responses")
+    expect(again).toEqual(petstore)
   })
 })
