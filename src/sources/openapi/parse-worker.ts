@@ -176,37 +176,50 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       const finding = firstFinding(result.errors ?? [])
       return fail(finding.pointer, finding.message)
     }
-    sendInParts(document)
+    await sendInParts(document)
     post({ ok: true, sha256 })
   }
 
   /**
    * The document goes back in parts: the path items, webhooks and each kind of component in batches,
-   * the rest whole. The main thread rebuilds it one message at a time (parse.ts), so copying a large
-   * document in never holds its event loop for longer than a batch takes.
+   * the rest whole, each part once the main thread has taken the one before (`null` from it). Its port
+   * delivers every message waiting in one go, so parts sent all at once would be copied in as one; one
+   * at a time, the main thread's event loop turns between them (parse.ts).
    */
-  const sendInParts = (document: { readonly [key: string]: Json }) => {
+  let taken: (() => void) | undefined
+  const sendPart = (part: unknown) =>
+    new Promise<void>((resolve) => {
+      taken = resolve
+      post(part)
+    })
+  const sendInParts = async (document: { readonly [key: string]: Json }) => {
     const batch = 64
-    const send = (path: ReadonlyArray<string>, value: Json) => {
+    const send = async (path: ReadonlyArray<string>, value: Json): Promise<void> => {
       const [first] = path
       const split =
         isObject(value) &&
         ((path.length === 1 && (first === "paths" || first === "webhooks" || first === "components")) ||
           (path.length === 2 && first === "components"))
-      if (!split) return post({ part: "value", path, value })
-      post({ part: "object", path })
+      if (!split) return sendPart({ part: "value", path, value })
+      await sendPart({ part: "object", path })
       const entries = Object.entries(value as { readonly [key: string]: Json })
       if (path.length === 1 && first === "components") {
-        for (const [key, child] of entries) send([...path, key], child)
+        for (const [key, child] of entries) await send([...path, key], child)
         return
       }
       for (let at = 0; at < entries.length; at += batch) {
-        post({ part: "entries", path, entries: entries.slice(at, at + batch) })
+        await sendPart({ part: "entries", path, entries: entries.slice(at, at + batch) })
       }
     }
-    for (const [key, value] of Object.entries(document)) send([key], value)
+    for (const [key, value] of Object.entries(document)) await send([key], value)
   }
-  parentPort?.on("message", (job: string) => {
+
+  parentPort?.on("message", (job: string | null) => {
+    if (job === null) {
+      const next = taken
+      taken = undefined
+      return next?.()
+    }
     text = job
     run()
       .catch(() => fail("", "the document could not be parsed"))

@@ -117,8 +117,11 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
         resume(outcome)
       }
       const onMessage = (message: Answer) => {
-        if ("part" in message) rebuild(document, message)
-        else if (message.ok) finish(Effect.succeed({ document, sha256: message.sha256 }), true)
+        if ("part" in message) {
+          rebuild(document, message)
+          // The next part once the event loop has turned (parse-worker.ts, `sendInParts`).
+          setImmediate(() => worker.postMessage(null))
+        } else if (message.ok) finish(Effect.succeed({ document, sha256: message.sha256 }), true)
         else finish(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })), true)
       }
       const onError = (error: NodeJS.ErrnoException) =>
