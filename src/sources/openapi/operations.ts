@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { HttpToolSpec } from "../schema.js"
 import { OpenApiInvalid } from "./errors.js"
-import { escapeSegment, isObject, pointerOf, referencePointer, resolveReference } from "./pointer.js"
+import { escapeSegment, isObject, pointerOf, referencePointer, resolveReference, setOwn } from "./pointer.js"
 import { MAX_NODES_PER_IMPORT, type NodeBudget, type OpenApiVersion, SchemaBundle, SchemaTooLarge } from "./schemas.js"
 import { isVarname, literal, splitPath } from "./template.js"
 
@@ -204,7 +204,7 @@ const operationTool = (context: OperationContext): Omit<HttpToolSpec, "name"> =>
     return isObject(schema) ? { ...schema, ...extra } : schema
   }
   const add = (name: string, parameter: Parameter) => {
-    properties[name] = argumentSchema(parameter)
+    setOwn(properties, name, argumentSchema(parameter))
     if (parameter.required) required.push(name)
   }
   /** A parameter a tool cannot send: the operation is left out when it is required, else the parameter. */
@@ -263,7 +263,7 @@ const operationTool = (context: OperationContext): Omit<HttpToolSpec, "name"> =>
       continue
     }
     const name = names.free(parameter.name, "header")
-    argumentHeaders[parameter.name] = `/${escapeSegment(name)}`
+    setOwn(argumentHeaders, parameter.name, `/${escapeSegment(name)}`)
     add(name, parameter)
   }
   for (const parameter of parameters.filter((each) => each.in === "cookie")) {
@@ -287,10 +287,13 @@ const operationTool = (context: OperationContext): Omit<HttpToolSpec, "name"> =>
         isObject(media) && Object.hasOwn(media, "schema") ? media.schema : {},
         `${pointer}/content/${escapeSegment(json)}/schema`
       )
-      properties[name] =
+      setOwn(
+        properties,
+        name,
         isObject(schema) && typeof requestBody?.description === "string"
           ? { ...schema, description: requestBody.description }
           : schema
+      )
       if (requestBody?.required === true) required.push(name)
       body = { argument: `/${escapeSegment(name)}` }
     }

@@ -37,3 +37,8 @@ export const referencePointer = (ref: string): string => {
     return ref.slice(1)
   }
 }
+
+/** Sets an own property whatever its name: a document may name a property or component `__proto__`. */
+export const setOwn = (target: Record<string, unknown>, key: string, value: unknown): void => {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}

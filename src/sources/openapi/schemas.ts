@@ -1,4 +1,4 @@
-import { isObject, referencePointer, resolveReference } from "./pointer.js"
+import { isObject, referencePointer, resolveReference, setOwn } from "./pointer.js"
 
 /**
  * OpenAPI schemas as the JSON Schema (draft 2020-12) of an HTTP tool's input (docs/tool-sources.md,
@@ -156,7 +156,7 @@ export class SchemaBundle {
       if (!isObject(map)) continue
       const converted: Record<string, unknown> = {}
       for (const [name, each] of Object.entries(map)) {
-        converted[name] = this.convert(each, `${at}/${key}/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`)
+        setOwn(converted, name, this.convert(each, `${at}/${key}/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`))
       }
       out[key] = converted
     }
@@ -171,7 +171,7 @@ export class SchemaBundle {
   defs(): Record<string, unknown> | undefined {
     const defs: Record<string, unknown> = {}
     for (let next = this.queue.shift(); next !== undefined; next = this.queue.shift()) {
-      defs[next.name] = this.convert(resolveReference(this.document, `#${next.pointer}`), next.pointer)
+      setOwn(defs, next.name, this.convert(resolveReference(this.document, `#${next.pointer}`), next.pointer))
     }
     return Object.keys(defs).length === 0 ? undefined : defs
   }

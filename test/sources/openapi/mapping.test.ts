@@ -387,3 +387,32 @@ describe("the parser's worker", () => {
     expect(again).toEqual(petstore)
   })
 })
+
+describe("names that are JavaScript's own", () => {
+  it("keeps a component, a property and a header named __proto__ as ordinary names", async () => {
+    const text = JSON.stringify(
+      document30(
+        {
+          "/things": {
+            post: {
+              operationId: "addThing",
+              parameters: [{ name: "__proto__", in: "header", schema: { type: "string" } }],
+              requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/__proto__" } } } },
+              responses: ok
+            }
+          }
+        },
+        { components: { schemas: { PROTO: { type: "object", properties: { PROTO: { type: "integer" } } } } } }
+      )
+    ).replaceAll("PROTO", "__proto__")
+    const { tools } = await imported({ source: { document: text } })
+    const tool = tools[0] as HttpToolSpec
+    expect(Object.keys(tool.input_schema.properties as object)).toEqual(["__proto__", "body"])
+    expect(Object.keys(tool.argument_headers)).toEqual(["__proto__"])
+    const defs = tool.input_schema.$defs as Record<string, { properties: object }>
+    expect(Object.keys(defs)).toEqual(["__proto__"])
+    expect(Object.keys(Object.getOwnPropertyDescriptor(defs, "__proto__")?.value.properties)).toEqual(["__proto__"])
+    expect(({} as Record<string, unknown>).type).toBeUndefined()
+    expect(() => compile(tool.input_schema)).not.toThrow()
+  })
+})
