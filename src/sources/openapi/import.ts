@@ -6,7 +6,6 @@ import { checkDocumentUrl, fetchDocument, MAX_DOCUMENT_BYTES } from "./fetch-doc
 import { mapOperations, type Skipped } from "./operations.js"
 import { parseDocument } from "./parse.js"
 import { isObject } from "./pointer.js"
-import { serverBase } from "./server-url.js"
 
 export { OpenApiInvalid } from "./errors.js"
 export type { Skipped } from "./operations.js"
@@ -73,9 +72,13 @@ export const importOpenApi = (input: OpenApiInput): Effect.Effect<OpenApiImporte
   Effect.gen(function* () {
     const { text, url } = yield* documentText(input.source, input.ca)
     const { document, sha256 } = yield* parseDocument(text)
-    const base = yield* serverBase(document, input.server_url, url)
     const version = String(document.openapi).startsWith("3.1") ? "3.1" : "3.0"
-    const { tools, skipped } = yield* mapOperations({ document, version, base })
+    const { tools, skipped } = yield* mapOperations({
+      document,
+      version,
+      ...(input.server_url === undefined ? {} : { serverUrl: input.server_url }),
+      ...(url === undefined ? {} : { documentUrl: url })
+    })
     const info = isObject(document.info) ? document.info : {}
     return {
       tools,

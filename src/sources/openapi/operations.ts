@@ -3,6 +3,7 @@ import type { HttpToolSpec } from "../schema.js"
 import { OpenApiInvalid } from "./errors.js"
 import { escapeSegment, isObject, pointerOf, referencePointer, resolveReference, setOwn } from "./pointer.js"
 import { MAX_NODES_PER_IMPORT, type NodeBudget, type OpenApiVersion, SchemaBundle, SchemaTooLarge } from "./schemas.js"
+import { serverBase } from "./server-url.js"
 import { isVarname, literal, splitPath } from "./template.js"
 
 /**
@@ -331,7 +332,10 @@ const operationTool = (context: OperationContext): Omit<HttpToolSpec, "name"> =>
 export const mapOperations = (input: {
   readonly document: Record<string, unknown>
   readonly version: OpenApiVersion
-  readonly base: string
+  /** Replaces every `servers[0].url` of the document. */
+  readonly serverUrl?: string
+  /** Where the document was fetched from: relative server URLs resolve against it. */
+  readonly documentUrl?: string
 }): Effect.Effect<Mapped, OpenApiInvalid> =>
   Effect.gen(function* () {
     const { document } = input
@@ -339,7 +343,19 @@ export const mapOperations = (input: {
     const skipped: Array<Skipped> = []
     const named = new Map<string, string>()
     const budget: NodeBudget = { left: MAX_NODES_PER_IMPORT }
-    const base = literal(input.base)
+    const bases = new Map<string, string>()
+    /** The base of an operation: the nearest servers (operation, path item, document), escaped once. */
+    const baseOf = (holders: ReadonlyArray<readonly [Record<string, unknown>, string]>) =>
+      Effect.gen(function* () {
+        const [holder, at] = holders.find(
+          ([each]) => input.serverUrl === undefined && Array.isArray(each.servers) && each.servers.length > 0
+        ) ?? [document, ""]
+        const known = bases.get(at)
+        if (known !== undefined) return known
+        const base = literal(yield* serverBase(holder, at, input.serverUrl, input.documentUrl))
+        bases.set(at, base)
+        return base
+      })
     const paths = isObject(document.paths) ? document.paths : {}
     let sliceStart = performance.now()
     for (const [path, rawItem] of Object.entries(paths)) {
@@ -354,6 +370,10 @@ export const mapOperations = (input: {
           yield* yieldToLoop
           sliceStart = performance.now()
         }
+        const base = yield* baseOf([
+          [operation, operationPointer],
+          [pathItem, pathPointer]
+        ])
         let tool: Omit<HttpToolSpec, "name">
         try {
           tool = operationTool({

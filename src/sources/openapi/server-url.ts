@@ -3,28 +3,30 @@ import { OpenApiInvalid } from "./errors.js"
 import { isObject } from "./pointer.js"
 
 /**
- * The base of every operation's URL: `server_url` when the import gives one, else the document's
- * `servers[0].url` with its variables' defaults, resolved against the URL the document came from when
- * it is relative. An absolute http(s) URL without credentials, query or fragment; no trailing slash.
+ * The base of an operation's URL: `server_url` when the import gives one, else `servers[0].url` of
+ * `holder` (the operation, its path item or the document: the nearest that declares servers, `at` its
+ * pointer) with its variables' defaults, resolved against the URL the document came from when it is
+ * relative. An absolute http(s) URL without credentials, query or fragment; no trailing slash.
  * Whether plain http is allowed is the endpoint's `allow_insecure_http`, checked when the import is saved.
  */
 export const serverBase = (
-  document: Record<string, unknown>,
+  holder: Record<string, unknown>,
+  at: string,
   serverUrl: string | undefined,
   documentUrl: string | undefined
 ): Effect.Effect<string, OpenApiInvalid> =>
   Effect.gen(function* () {
     if (serverUrl !== undefined) return yield* absolute(serverUrl, undefined, "", "server_url")
-    const servers = Array.isArray(document.servers) ? document.servers : []
+    const servers = Array.isArray(holder.servers) ? holder.servers : []
     const first: unknown = servers[0]
     if (!isObject(first)) {
       if (documentUrl === undefined) {
         return yield* new OpenApiInvalid({
-          pointer: "/servers",
+          pointer: `${at}/servers`,
           message: "the document names no server: give server_url"
         })
       }
-      return yield* absolute("/", documentUrl, "/servers", "the document's default server")
+      return yield* absolute("/", documentUrl, `${at}/servers`, "the document's default server")
     }
     const raw = typeof first.url === "string" ? first.url : ""
     const variables = isObject(first.variables) ? first.variables : {}
@@ -37,11 +39,11 @@ export const serverBase = (
     })
     if (missing !== undefined) {
       return yield* new OpenApiInvalid({
-        pointer: "/servers/0/url",
+        pointer: `${at}/servers/0/url`,
         message: `the server variable {${missing}} has no default`
       })
     }
-    return yield* absolute(substituted, documentUrl, "/servers/0/url", "the server URL")
+    return yield* absolute(substituted, documentUrl, `${at}/servers/0/url`, "the server URL")
   })
 
 const absolute = (

@@ -416,3 +416,32 @@ describe("names that are JavaScript's own", () => {
     expect(() => compile(tool.input_schema)).not.toThrow()
   })
 })
+
+describe("servers", () => {
+  it("are the operation's, else its path item's, else the document's; server_url replaces them all", async () => {
+    const document = document30({
+      "/a": { get: { operationId: "a", servers: [{ url: "https://ops.example.test/x/" }], responses: ok } },
+      "/b": {
+        servers: [{ url: "https://{zone}.paths.example.test", variables: { zone: { default: "z1" } } }],
+        get: { operationId: "b", responses: ok }
+      },
+      "/c": { get: { operationId: "c", responses: ok } }
+    })
+    const { tools } = await imported({ source: { document } })
+    expect(tools.map((tool) => tool.url)).toEqual([
+      "https://ops.example.test/x/a",
+      "https://z1.paths.example.test/b",
+      "https://api.example.test/v1/c"
+    ])
+    const replaced = await imported({ source: { document }, server_url: "https://gw-side.example.test/base" })
+    expect(replaced.tools.map((tool) => tool.url)).toEqual([
+      "https://gw-side.example.test/base/a",
+      "https://gw-side.example.test/base/b",
+      "https://gw-side.example.test/base/c"
+    ])
+    const broken = await refused({
+      source: { document: { ...document, paths: { "/a": { get: { servers: [{ url: "/rel" }], responses: ok } } } } }
+    })
+    expect(broken).toMatchObject({ pointer: "/paths/~1a/get/servers/0/url" })
+  })
+})
