@@ -22,7 +22,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "answers", load: () => import("./answers.js") },
   { name: "webhooks", load: () => import("./webhooks.js") },
   { name: "audit", load: () => import("./audit.js") },
-  { name: "http-tools", load: () => import("./http-tools.js") }
+  { name: "http-tools", load: () => import("./http-tools.js") },
+  { name: "openapi", load: () => import("./openapi.js") }
 ]
 
 const picked = process.argv.slice(2)

@@ -1,12 +1,14 @@
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import type { ToolRule } from "../../config/schema.js"
 import type { HttpToolSpec } from "../schema.js"
+import { OpenApiInvalid } from "./errors.js"
+import { checkDocumentUrl, fetchDocument, MAX_DOCUMENT_BYTES } from "./fetch-document.js"
+import { mapOperations, type Skipped } from "./operations.js"
+import { parseDocument } from "./parse.js"
+import { isObject } from "./pointer.js"
 
-/** An OpenAPI document that cannot be imported, and the place in it at fault (RFC 6901). */
-export class OpenApiInvalid extends Data.TaggedError("OpenApiInvalid")<{
-  readonly pointer: string
-  readonly message: string
-}> {}
+export { OpenApiInvalid } from "./errors.js"
+export type { Skipped } from "./operations.js"
 
 export interface OpenApiImported {
   readonly tools: ReadonlyArray<HttpToolSpec>
@@ -15,6 +17,8 @@ export interface OpenApiImported {
   readonly tool_rules: ReadonlyArray<typeof ToolRule.Type>
   readonly title: string
   readonly version: string
+  /** Operations, parameters and request bodies a tool cannot send, left out, and why. */
+  readonly skipped: ReadonlyArray<Skipped>
 }
 
 export interface OpenApiInput {
@@ -24,6 +28,64 @@ export interface OpenApiInput {
   readonly ca?: string
 }
 
+const tooLarge = () =>
+  new OpenApiInvalid({ pointer: "", message: `the document is larger than ${MAX_DOCUMENT_BYTES} bytes` })
+
+/** The document's text: fetched, given as text, or (an object) written as JSON. */
+const documentText = (
+  source: OpenApiInput["source"],
+  ca: string | undefined
+): Effect.Effect<{ readonly text: string; readonly url?: string }, OpenApiInvalid> => {
+  if ("url" in source) return Effect.flatMap(checkDocumentUrl(source.url), (url) => fetchDocument(url, ca))
+  const { document } = source
+  if (typeof document === "string") {
+    return Buffer.byteLength(document, "utf8") > MAX_DOCUMENT_BYTES
+      ? Effect.fail(tooLarge())
+      : Effect.succeed({ text: document })
+  }
+  if (!isObject(document)) {
+    return Effect.fail(new OpenApiInvalid({ pointer: "", message: "the document must be an object or its text" }))
+  }
+  return Effect.suspend(() => {
+    let text: string
+    try {
+      text = JSON.stringify(document)
+    } catch {
+      return Effect.fail(new OpenApiInvalid({ pointer: "", message: "the document is not JSON" }))
+    }
+    return Buffer.byteLength(text, "utf8") > MAX_DOCUMENT_BYTES ? Effect.fail(tooLarge()) : Effect.succeed({ text })
+  })
+}
+
+/** GET/HEAD tools published read-only, the others published as writes. */
+const defaultRules = (tools: ReadonlyArray<HttpToolSpec>): ReadonlyArray<typeof ToolRule.Type> => {
+  const reads = tools.filter((tool) => tool.method === "GET" || tool.method === "HEAD").map((tool) => tool.name)
+  const writes = tools.filter((tool) => tool.method !== "GET" && tool.method !== "HEAD").map((tool) => tool.name)
+  return [
+    ...(reads.length === 0 ? [] : [{ tools: reads, publish: true, write: false }]),
+    ...(writes.length === 0 ? [] : [{ tools: writes, publish: true, write: true }])
+  ]
+}
+
 /** An OpenAPI 3.0 or 3.1 document (≤ 32 MiB), its `$ref`s resolved, as HTTP tools (docs/tool-sources.md). */
-export const importOpenApi = (_input: OpenApiInput): Effect.Effect<OpenApiImported, OpenApiInvalid> =>
-  Effect.fail(new OpenApiInvalid({ pointer: "", message: "OpenAPI imports are not available in this build" }))
+export const importOpenApi = (input: OpenApiInput): Effect.Effect<OpenApiImported, OpenApiInvalid> =>
+  Effect.gen(function* () {
+    const { text, url } = yield* documentText(input.source, input.ca)
+    const { document, sha256 } = yield* parseDocument(text)
+    const version = String(document.openapi).startsWith("3.1") ? "3.1" : "3.0"
+    const { tools, skipped } = yield* mapOperations({
+      document,
+      version,
+      ...(input.server_url === undefined ? {} : { serverUrl: input.server_url }),
+      ...(url === undefined ? {} : { documentUrl: url })
+    })
+    const info = isObject(document.info) ? document.info : {}
+    return {
+      tools,
+      document_sha256: sha256,
+      tool_rules: defaultRules(tools),
+      title: typeof info.title === "string" ? info.title : "",
+      version: typeof info.version === "string" ? info.version : "",
+      skipped
+    }
+  })

@@ -1,0 +1,230 @@
+/**
+ * The CPU-heavy half of an OpenAPI import, run on a worker thread (parse.ts) so that a large document
+ * never stalls the gateway's event loop and its memory is bounded apart from the gateway's: the
+ * document's bytes hashed, parsed (JSON, or YAML with few aliases), every `$ref` checked to be internal
+ * and to point at something, then validated against the OpenAPI 3.0 / 3.1 schema by
+ * `@scalar/openapi-parser` (docs/decisions.md, "OpenAPI imports: the parser").
+ *
+ * This function's source text is the worker's whole program (`new Worker(source, { eval: true })`), as
+ * in src/events/archive/record-worker.ts: it uses nothing but its parameters and globals, and loads the
+ * parser and `yaml` from the paths the main thread resolved. `importModule` is `import()` written in the
+ * worker's own source (parse.ts): a test runner rewrites the `import()`s of the files it loads.
+ */
+export function parseWorker(load: NodeJS.Require, importModule: (url: string) => Promise<unknown>): void {
+  const { parentPort, workerData } = load("node:worker_threads") as typeof import("node:worker_threads")
+  const { createHash } = load("node:crypto") as typeof import("node:crypto")
+  const { yamlPath, parserUrl, maxDepth } = workerData as {
+    readonly yamlPath: string
+    readonly parserUrl: string
+    readonly maxDepth: number
+  }
+  // The parser writes to the console when its error formatting trips; the gateway's logs are
+  // structured lines, and what a document makes a library print is not one.
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {}
+
+  /** The document of the job at hand: one at a time (parse.ts sends the next when this one answered). */
+  let text = ""
+  type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+  const post = (message: unknown) => parentPort?.postMessage(message)
+  const fail = (pointer: string, message: string) => post({ ok: false, pointer, message })
+  const escapeSegment = (segment: string) => segment.replaceAll("~", "~0").replaceAll("/", "~1")
+  const unescapeSegment = (segment: string) => segment.replaceAll("~1", "/").replaceAll("~0", "~")
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value)
+  const shown = (value: string) => JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}...` : value)
+
+  /** Where an offset of the text is, as people count: "line 3, column 7". */
+  const placeOf = (offset: number | undefined) => {
+    if (offset === undefined) return undefined
+    const before = text.slice(0, offset)
+    return `line ${before.split("\n").length}, column ${offset - before.lastIndexOf("\n")}`
+  }
+
+  /** JSON when it looks like JSON, YAML otherwise; messages name a place, never echo the content. */
+  const parse = (): { readonly document: Json } | undefined => {
+    const YAML = load(yamlPath) as typeof import("yaml")
+    const start = text.trimStart()[0]
+    if (start === "{" || start === "[") {
+      try {
+        return { document: JSON.parse(text) as Json }
+      } catch {
+        // JSON.parse's message quotes the text and gives no line: YAML (a superset of JSON) places it.
+        const place = placeOf(YAML.parseDocument(text, { prettyErrors: false }).errors[0]?.pos[0])
+        fail("", `the document is not valid JSON${place === undefined ? "" : ` (${place})`}`)
+        return undefined
+      }
+    }
+    const parsed = YAML.parseDocument(text, { prettyErrors: false, uniqueKeys: true, merge: false })
+    const error = parsed.errors[0]
+    if (error !== undefined) {
+      fail("", `the document is not valid YAML (${placeOf(error.pos[0])}: ${error.code})`)
+      return undefined
+    }
+    try {
+      return { document: parsed.toJS({ maxAliasCount: 100 }) as Json }
+    } catch {
+      fail("", "the document's YAML aliases expand too far (more than 100)")
+      return undefined
+    }
+  }
+
+  /**
+   * Every `$ref` must be a JSON Pointer into this document: following another URL would let whoever
+   * writes the document make the gateway fetch it. Checked before the parser sees the document, so
+   * no resolver of the parser's is ever asked to. Also bounds the nesting the parser recurses into.
+   */
+  const checkReferences = (document: Json): boolean => {
+    const internal: Array<{ readonly at: string; readonly target: string }> = []
+    const stack: Array<{ readonly value: Json; readonly at: string; readonly depth: number }> = [
+      { value: document, at: "", depth: 0 }
+    ]
+    for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+      const { value, at, depth } = item
+      if (typeof value !== "object" || value === null) continue
+      if (depth > maxDepth) {
+        fail(at, `nested deeper than ${maxDepth} levels`)
+        return false
+      }
+      if (Array.isArray(value)) {
+        value.forEach((child, index) => {
+          stack.push({ value: child, at: `${at}/${index}`, depth: depth + 1 })
+        })
+        continue
+      }
+      const record = value as { readonly [key: string]: Json }
+      const ref = record.$ref
+      if (typeof ref === "string") {
+        if (!ref.startsWith("#")) {
+          fail(
+            `${at}/$ref`,
+            `the reference ${shown(ref)} leaves the document: only references inside it ("#/...") are followed`
+          )
+          return false
+        }
+        if (ref !== "#" && !ref.startsWith("#/")) {
+          fail(`${at}/$ref`, `the reference ${shown(ref)} is not a JSON Pointer ("#/...")`)
+          return false
+        }
+        internal.push({ at: `${at}/$ref`, target: ref })
+      }
+      for (const [key, child] of Object.entries(record)) {
+        stack.push({ value: child, at: `${at}/${escapeSegment(key)}`, depth: depth + 1 })
+      }
+    }
+    for (const { at, target } of internal) {
+      let here: Json | undefined = document
+      let segments: Array<string>
+      try {
+        segments = target === "#" ? [] : target.slice(2).split("/").map(decodeURIComponent).map(unescapeSegment)
+      } catch {
+        fail(at, `the reference ${shown(target)} is not a well-formed JSON Pointer`)
+        return false
+      }
+      for (const segment of segments) {
+        here =
+          Array.isArray(here) && /^(0|[1-9][0-9]*)$/.test(segment)
+            ? (here as ReadonlyArray<Json>)[Number(segment)]
+            : isObject(here) && Object.hasOwn(here, segment)
+              ? (here as { readonly [key: string]: Json })[segment]
+              : undefined
+        if (here === undefined) break
+      }
+      if (here === undefined) {
+        fail(at, `the reference ${shown(target)} points at nothing in the document`)
+        return false
+      }
+    }
+    return true
+  }
+
+  /** The most specific of the parser's findings: the deepest pointer, the first among equals. */
+  const firstFinding = (
+    errors: ReadonlyArray<{ readonly message?: unknown; readonly path?: unknown }>
+  ): { readonly pointer: string; readonly message: string } => {
+    let best: { readonly pointer: string; readonly message: string; readonly depth: number } | undefined
+    for (const error of errors) {
+      const pointer =
+        typeof error.path === "string" && (error.path === "" || error.path.startsWith("/")) ? error.path : ""
+      const depth = pointer === "" ? 0 : pointer.split("/").length
+      if (best === undefined || depth > best.depth) {
+        best = { pointer, message: typeof error.message === "string" ? error.message : "invalid", depth }
+      }
+    }
+    const more = errors.length > 1 ? ` (and ${errors.length - 1} other finding${errors.length > 2 ? "s" : ""})` : ""
+    return best === undefined
+      ? { pointer: "", message: "the document is not a valid OpenAPI document" }
+      : { pointer: best.pointer, message: `${best.message}${more}` }
+  }
+
+  let parser: Promise<typeof import("@scalar/openapi-parser")> | undefined
+  const run = async () => {
+    const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
+    const parsed = parse()
+    if (parsed === undefined) return
+    const { document } = parsed
+    if (!isObject(document)) return fail("", "the document is not an object")
+    const version = document.openapi
+    if (typeof version !== "string" || !/^3\.[01]\.\d+$/.test(version)) {
+      return fail("/openapi", "expected an OpenAPI 3.0 or 3.1 document (`openapi: 3.0.x` or `3.1.x`)")
+    }
+    if (!checkReferences(document)) return
+    parser ??= importModule(parserUrl) as Promise<typeof import("@scalar/openapi-parser")>
+    const { validate } = await parser
+    // The parser resolves references on its own copy; the document it is given stays as parsed.
+    const result = await validate(document as never)
+    if (!result.valid) {
+      const finding = firstFinding(result.errors ?? [])
+      return fail(finding.pointer, finding.message)
+    }
+    await sendInParts(document)
+    post({ ok: true, sha256 })
+  }
+
+  /**
+   * The document goes back in parts: the path items, webhooks and each kind of component in batches,
+   * the rest whole, each part once the main thread has taken the one before (`null` from it). Its port
+   * delivers every message waiting in one go, so parts sent all at once would be copied in as one; one
+   * at a time, the main thread's event loop turns between them (parse.ts).
+   */
+  let taken: (() => void) | undefined
+  const sendPart = (part: unknown) =>
+    new Promise<void>((resolve) => {
+      taken = resolve
+      post(part)
+    })
+  const sendInParts = async (document: { readonly [key: string]: Json }) => {
+    const batch = 64
+    const send = async (path: ReadonlyArray<string>, value: Json): Promise<void> => {
+      const [first] = path
+      const split =
+        isObject(value) &&
+        ((path.length === 1 && (first === "paths" || first === "webhooks" || first === "components")) ||
+          (path.length === 2 && first === "components"))
+      if (!split) return sendPart({ part: "value", path, value })
+      await sendPart({ part: "object", path })
+      const entries = Object.entries(value as { readonly [key: string]: Json })
+      if (path.length === 1 && first === "components") {
+        for (const [key, child] of entries) await send([...path, key], child)
+        return
+      }
+      for (let at = 0; at < entries.length; at += batch) {
+        await sendPart({ part: "entries", path, entries: entries.slice(at, at + batch) })
+      }
+    }
+    for (const [key, value] of Object.entries(document)) await send([key], value)
+  }
+
+  parentPort?.on("message", (job: string | null) => {
+    if (job === null) {
+      const next = taken
+      taken = undefined
+      return next?.()
+    }
+    text = job
+    run()
+      .catch(() => fail("", "the document could not be parsed"))
+      .finally(() => {
+        text = ""
+      })
+  })
+}
