@@ -83,6 +83,11 @@ beforeAll(async () => {
           { name: "list_secrets", method: "GET", url: `${origin}/secrets` }
         ]
       ),
+      httpEndpoint(
+        "http_tool",
+        { id: "vault", allow_insecure_http: true, required_scopes: ["vault:read"], tool_rules: [{ tools: ["*"] }] },
+        [{ name: "open", method: "GET", url: `${origin}/vault` }]
+      ),
       // Exposes `beta__search`, beta's own name: a collision, so neither is exposed.
       httpEndpoint(
         "http_tool",
@@ -111,6 +116,7 @@ beforeAll(async () => {
         tool_rules: [{ tools: ["echo"], write: true, approval: { required_approvals: 1 } }]
       }),
       group({ id: "deployers", members: [{ endpoint: "ops", tool: "deploy*" }] }),
+      group({ id: "locked", required_scopes: ["locked:use"], members: [{ endpoint: "alpha", tool: "echo" }] }),
       group({
         id: "clash",
         members: [
@@ -328,5 +334,38 @@ describe("HTTP tools", () => {
     expect((await listed(user.token)).map((tool) => tool.name)).toEqual(["beta__echo"])
     const refused = await called(user.token, "beta__search", { q: "x" })
     expect(refused["error"]).toMatchObject({ code: -32602, message: "Unknown tool: beta__search" })
+  })
+})
+
+describe("managed endpoints' required scopes", () => {
+  it("are in the resource metadata's and the authorization server's scopes_supported", async () => {
+    const resource = (await (await fetch(`${gateway.baseUrl}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      scopes_supported: Array<string>
+    }
+    expect(resource.scopes_supported).toEqual(["locked:use", "vault:read"])
+    const server = (await (await fetch(`${gateway.baseUrl}/.well-known/oauth-authorization-server/sso`)).json()) as {
+      scopes_supported: Array<string>
+    }
+    expect(server.scopes_supported).toEqual(expect.arrayContaining(["locked:use", "vault:read"]))
+  })
+
+  it("open an HTTP endpoint or a tool group only to a token carrying them, as for a backend", async () => {
+    const { userId } = await gateway.run(
+      grantAccess(
+        [
+          { endpoint_id: "vault", tools: ["open"] },
+          { endpoint_id: "locked", tools: ["echo"] },
+          { endpoint_id: "beta", tools: ["echo"] }
+        ],
+        { scopes: ["vault:read", "locked:use"] }
+      )
+    )
+    const without = await gateway.token({ subject: userId })
+    expect((await listed(without)).map((tool) => tool.name)).toEqual(["beta__echo"])
+    const refused = await called(without, "vault__open", {})
+    expect(refused["error"]).toMatchObject({ code: -32602, message: "Unknown tool: vault__open" })
+    const scoped = await gateway.token({ subject: userId, scopes: ["vault:read", "locked:use"] })
+    expect((await listed(scoped)).map((tool) => tool.name)).toEqual(["beta__echo", "locked__echo", "vault__open"])
+    expect(JSON.parse(textOf(await called(scoped, "vault__open", {})))).toEqual({ method: "GET", path: "/vault" })
   })
 })
