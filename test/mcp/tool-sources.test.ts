@@ -88,6 +88,22 @@ beforeAll(async () => {
         { id: "vault", allow_insecure_http: true, required_scopes: ["vault:read"], tool_rules: [{ tools: ["*"] }] },
         [{ name: "open", method: "GET", url: `${origin}/vault` }]
       ),
+      httpEndpoint(
+        "http_tool",
+        {
+          id: "payments",
+          allow_insecure_http: true,
+          tool_rules: [{ tools: ["refund"], write: true, approval: { operation_id_argument: "/operation_id" } }]
+        },
+        [
+          {
+            name: "refund",
+            method: "POST",
+            url: `${origin}/refunds/{operation_id}`,
+            input_schema: { type: "object", required: ["operation_id"] }
+          }
+        ]
+      ),
       // Exposes `beta__search`, beta's own name: a collision, so neither is exposed.
       httpEndpoint(
         "http_tool",
@@ -310,6 +326,30 @@ describe("HTTP tools", () => {
     const reader = await person([{ endpoint_id: "crm", tools: ["*"] }])
     const refused = await called(reader.token, "crm__delete_contact", { id: "42" })
     expect(refused["error"]).toMatchObject({ code: -32602, message: "Unknown tool: crm__delete_contact" })
+  })
+
+  it("a write HTTP tool with an approval rule asks for approval; resumed once, the request is sent", async () => {
+    const payer = await person([{ endpoint_id: "payments", tools: ["refund"], allow_write_requests: true }])
+    const names = (await listed(payer.token)).map((tool) => tool.name)
+    expect(names).toEqual(["gateway_approval_status", "gateway_resume_approval", "payments__refund"])
+    const operation = `refund-${Date.now()}`
+    const before = http.calls.length
+    const [direct, sdk] = await pendingOnBothPaths(payer.token, "payments__refund", { operation_id: operation })
+    expect(direct).toMatchObject({ state: "pending" })
+    expect(sdk).toMatchObject({ state: "pending", approval_id: direct?.["approval_id"] })
+    expect(http.calls.length).toBe(before)
+    const reviewer = await person([], ["approver"])
+    const approvalId = approvalIdOf({ structuredContent: direct! })
+    const browser = await browserOf(gateway, reviewer.userId)
+    expect((await review(gateway, browser.cookie, approvalId, "approve")).status).toBe(303)
+    const done = await resume(gateway, payer.token, approvalId)
+    expect(done.structuredContent).toEqual({ method: "POST", path: `/refunds/${operation}` })
+    expect(http.calls.slice(before)).toEqual([
+      { endpoint: "payments", tool: "refund", url: `http://127.0.0.1:${service.port}/refunds/${operation}` }
+    ])
+    const again = await resume(gateway, payer.token, approvalId)
+    expect(again.structuredContent).toMatchObject({ error: "approval_not_approved" })
+    expect(http.calls.length).toBe(before + 1)
   })
 
   it("are refused by the policy like an unknown tool when not granted, and nothing is sent", async () => {
