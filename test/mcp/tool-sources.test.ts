@@ -409,3 +409,42 @@ describe("managed endpoints' required scopes", () => {
     expect(JSON.parse(textOf(await called(scoped, "vault__open", {})))).toEqual({ method: "GET", path: "/vault" })
   })
 })
+
+describe("a generation given no HttpTools", () => {
+  it("answers an HTTP tool's call with isError: not available in this build", async () => {
+    const origin = `http://127.0.0.1:${service.port}`
+    const bare = await startTestGateway({
+      policy: "store",
+      sources: {
+        ...noManagedSources,
+        http: [
+          httpEndpoint("http_tool", { id: "weather", allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }, [
+            cityTool(origin)
+          ])
+        ]
+      }
+    })
+    try {
+      const { userId } = await bare.run(grantAccess([{ endpoint_id: "weather", tools: ["*"] }]))
+      const token = await bare.token({ subject: userId })
+      const answer = await jsonRpcOf(
+        await rawPost(
+          bare.mcpUrl,
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: "weather__forecast", arguments: { city: "Oslo" } }
+          }),
+          { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
+        )
+      )
+      expect(answer["result"]).toEqual({
+        content: [{ type: "text", text: "HTTP tools are not available in this build" }],
+        isError: true
+      })
+    } finally {
+      await bare.close()
+    }
+  })
+})
