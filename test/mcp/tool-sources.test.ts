@@ -5,9 +5,12 @@
  * double of the HttpTools client (test/support/http-tools-double.ts). Every answer is compared on both
  * /mcp paths: the gateway's direct answer and the MCP SDK's handler.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Permissions } from "../../src/policy/permissions.js"
+import { PolicyWrites } from "../../src/policy/writes.js"
 import { type HttpEndpoint, HttpTool, noManagedSources, ToolGroup } from "../../src/sources/schema.js"
+import { GroupRepo } from "../../src/store/groups.js"
 import {
   approvalIdOf,
   browserOf,
@@ -17,10 +20,10 @@ import {
   review,
   startOps
 } from "../support/approvals.js"
-import { type AccessInput, grantAccess } from "../support/grants.js"
+import { type AccessInput, grantAccess, testActor } from "../support/grants.js"
 import { type HttpToolsDouble, httpToolsDouble, startEchoService } from "../support/http-tools-double.js"
 import { alphaTools, commonTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
-import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
+import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
 import type { LoopbackServer } from "../support/mcp-http.js"
 
@@ -68,7 +71,8 @@ beforeAll(async () => {
     ...noManagedSources,
     http: [
       httpEndpoint("http_tool", { id: "weather", allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }, [
-        cityTool(origin)
+        cityTool(origin),
+        { name: "slow_forecast", method: "GET", url: `${origin}/slow/{city}` }
       ]),
       httpEndpoint(
         "openapi_import",
@@ -304,7 +308,7 @@ describe("HTTP tools", () => {
       { endpoint_id: "crm", tools: ["*"] }
     ])
     const tools = await listed(user.token)
-    expect(tools.map((tool) => tool.name)).toEqual(["crm__get_contact", "weather__forecast"])
+    expect(tools.map((tool) => tool.name)).toEqual(["crm__get_contact", "weather__forecast", "weather__slow_forecast"])
     expect(tools[1]).toEqual({
       name: "weather__forecast",
       title: "Forecast",
@@ -350,6 +354,36 @@ describe("HTTP tools", () => {
     const again = await resume(gateway, payer.token, approvalId)
     expect(again.structuredContent).toMatchObject({ error: "approval_not_approved" })
     expect(http.calls.length).toBe(before + 1)
+  })
+
+  it("a call whose permission is removed while it runs is cancelled: access withdrawn", async () => {
+    const { userId, groupId } = await gateway.run(
+      grantAccess([{ endpoint_id: "weather", tools: ["forecast", "slow_forecast"] }])
+    )
+    const token = await gateway.token({ subject: userId })
+    const client = await connectClient(gateway.mcpUrl, token)
+    try {
+      const before = http.calls.length
+      const running = client
+        .callTool({ name: "weather__slow_forecast", arguments: { city: "Oslo" } })
+        .catch((error: Error) => error)
+      await expect.poll(() => http.calls.length, { timeout: 5_000 }).toBeGreaterThan(before)
+      const started = Date.now()
+      await gateway.run(
+        Effect.gen(function* () {
+          const row = yield* (yield* GroupRepo).find(groupId)
+          yield* (yield* PolicyWrites).updateGroup(testActor, groupId, row!.revision, {
+            permissions: Schema.decodeUnknownSync(Permissions)({
+              access: [{ endpoint_id: "weather", tools: ["forecast"] }]
+            })
+          })
+        })
+      )
+      expect(await running).toMatchObject({ message: expect.stringContaining("access to it was withdrawn") })
+      expect(Date.now() - started).toBeLessThan(5_000)
+    } finally {
+      await client.close()
+    }
   })
 
   it("are refused by the policy like an unknown tool when not granted, and nothing is sent", async () => {

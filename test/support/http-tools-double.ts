@@ -9,7 +9,9 @@ import { type LoopbackServer, serveLoopback } from "./mcp-http.js"
  * does send a real HTTP request to the real server the tool's URL names, but keeps only what those
  * tests need: the `required` properties of the input schema are checked (a missing one is
  * HttpToolInvalidArguments), `{name}` expressions are expanded with percent-encoding, and the answer
- * becomes one text block (and `structuredContent` when it is a JSON object). Every call is recorded.
+ * becomes one text block (and `structuredContent` when it is a JSON object); a request that fails,
+ * aborted included, is a result with `isError: true`, as the contract asks of the real client. Every
+ * call is recorded.
  */
 export interface HttpToolsDouble {
   readonly layer: Layer.Layer<HttpTools>
@@ -36,12 +38,13 @@ export const httpToolsDouble = (): HttpToolsDouble => {
       }
       const url = expand(tool.url, given)
       calls.push({ endpoint: endpoint.id, tool: tool.name, url })
-      const answer = yield* Effect.promise(() =>
+      // As the contract says of the real client: a failed request (here also an aborted one) is a result.
+      const answer = yield* Effect.tryPromise(() =>
         fetch(url, { method: tool.method, signal }).then(async (response) => ({
           status: response.status,
           text: await response.text()
         }))
-      )
+      ).pipe(Effect.orElseSucceed(() => ({ status: 599, text: "the request failed" })))
       let parsed: unknown
       try {
         parsed = JSON.parse(answer.text)
@@ -59,9 +62,21 @@ export const httpToolsDouble = (): HttpToolsDouble => {
   return { layer: Layer.succeed(HttpTools, { call }), calls }
 }
 
-/** A real HTTP service on loopback answering every request with what it received: `{ method, path }`. */
+/**
+ * A real HTTP service on loopback answering every request with what it received: `{ method, path }`.
+ * A path under `/slow/` answers after 20 s (or when the client goes away).
+ */
 export const startEchoService = (): Promise<LoopbackServer> =>
   serveLoopback(async (request) => {
     const url = new URL(request.url)
+    if (url.pathname.startsWith("/slow/")) {
+      await new Promise<void>((done) => {
+        const timer = setTimeout(done, 20_000)
+        request.signal.addEventListener("abort", () => {
+          clearTimeout(timer)
+          done()
+        })
+      })
+    }
     return Response.json({ method: request.method, path: url.pathname })
   })

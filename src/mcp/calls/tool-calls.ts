@@ -246,10 +246,10 @@ export const ToolCallsLive = Layer.scoped(
     const approvals = yield* Approvals
     const { config } = yield* Config
     const http = yield* HttpTools
-    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const approvalSettings = approvalSettingsOf(config)
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
+    const runPromise = Runtime.runPromise(runtime)
     const inFlight = new InFlightCalls()
     const inputs = new InputRelay()
     const denials = new EventLimiter()
@@ -531,7 +531,13 @@ export const ToolCallsLive = Layer.scoped(
           request.view.caller,
           request.requestId,
           request.signal,
-          (signal) => runPromise(Effect.either(http.call(endpoint, spec, request.arguments, signal))),
+          // An answer that arrives after the call was cancelled (the policy withdrew it, the caller cancelled
+          // it) is not the call's answer: the cancellation is, whatever the service made of the abort.
+          (signal) =>
+            runPromise(Effect.either(http.call(endpoint, spec, request.arguments, signal))).then((outcome) => {
+              if (signal.aborted) throw signal.reason
+              return outcome
+            }),
           stillAllowed(tool, request.arguments, approved)
         )
         if (outcome._tag === "Left") return error(ProtocolErrorCode.InvalidParams, outcome.left.message)
@@ -540,6 +546,7 @@ export const ToolCallsLive = Layer.scoped(
       } catch (failure) {
         if (failure instanceof AccessWithdrawn) return withdrawnAnswer
         if (request.signal.aborted) return { _tag: "Cancelled" }
+        // Cancelled by the caller's `notifications/cancelled` (the service's own failures are results).
         return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
       }
     }
