@@ -3,8 +3,6 @@ import { stringify } from "yaml"
 import type { Caller } from "../src/bearer/caller.js"
 import { parseConfig } from "../src/config/load.js"
 import { Config } from "../src/config/service.js"
-import { GatewayTools } from "../src/mcp/catalog/gateway-tools.js"
-
 import { buildIndex, type CatalogIndex } from "../src/mcp/catalog/index.js"
 import { ToolPages } from "../src/mcp/edge/direct-list.js"
 import { sdkProfile } from "../src/mcp/edge/sdk-profile.js"
@@ -13,6 +11,7 @@ import { PolicyEngine, PolicyEngineLive } from "../src/policy/engine.js"
 import { buildGrant, type Grant, indexGroups } from "../src/policy/grant.js"
 import { Permissions } from "../src/policy/permissions.js"
 import { roleScopesOf } from "../src/policy/roles.js"
+import { GatewayToolRules } from "../src/policy/tool.js"
 import type { View } from "../src/policy/view.js"
 import type { GroupRow } from "../src/store/groups.js"
 import type { MembershipRow } from "../src/store/memberships.js"
@@ -23,7 +22,7 @@ import { median, percentile } from "./support/stats.js"
 import { formatMs, formatTimes, type Table, verdict } from "./support/table.js"
 
 /** No gateway-provided tools: what is measured here is the backends' tools. */
-const GatewayToolsLive = Layer.succeed(GatewayTools, [])
+const GatewayToolsLive = Layer.succeed(GatewayToolRules, [])
 
 export const name = "policy"
 

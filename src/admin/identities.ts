@@ -204,7 +204,8 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
               ? apiError(404, "not_found", `No identity "${path.id}".`)
               : apiError(400, "invalid_request", `"${path.id}" is a group: effective access is shown per user.`)
           }
-          return explainAccess(grant, backends.index(), yield* Clock.currentTimeMillis)
+          const index = backends.index()
+          return explainAccess(grant, index.endpoints, index.tools, yield* Clock.currentTimeMillis)
         })
       )
   })

@@ -132,7 +132,11 @@ const Via = Schema.Struct({
 
 export const ToolAccess = Schema.Struct({
   name: Schema.String,
+  /** The endpoint whose access entries decide: the tool's backend or HTTP endpoint, or its tool group. */
   backend: Schema.String,
+  endpoint_kind: Schema.Literal("backend", "http_tool", "openapi_import", "tool_group"),
+  /** A tool group's tool: the endpoint and original tool a call of it executes. */
+  member: Schema.optional(Schema.Struct({ endpoint: Schema.String, tool: Schema.String })),
   tool: Schema.String,
   write: Schema.Boolean,
   decision: Schema.Literal("allow", "deny"),

@@ -1,5 +1,6 @@
 import type { GatewayConfig } from "../config/schema.js"
 import { roleScopeNames, roleScopesOf } from "../policy/roles.js"
+import type { ComposedSources } from "../sources/schema.js"
 
 /** Enables refresh tokens (docs/authorization-server.md, "Scopes"). */
 export const OFFLINE_ACCESS = "offline_access"
@@ -9,16 +10,13 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
 
 /**
  * The scopes this authorization server knows: `offline_access`, the administrative scopes of the
- * roles (src/policy/roles.ts) and every backend's required scopes. Published as `scopes_supported`.
+ * roles (src/policy/roles.ts) and every endpoint's required scopes (backends, and the HTTP endpoints and
+ * tool groups of `sources`). Published as `scopes_supported`.
  * Knowing a scope is not holding it: a token carries only the requested scopes its person holds
  * (`grantableScope`, src/auth/held-scopes.ts).
  */
-export const scopesSupported = (config: GatewayConfig): ReadonlyArray<string> => {
-  const named = [
-    OFFLINE_ACCESS,
-    ...roleScopeNames(roleScopesOf(config)),
-    ...config.backends.flatMap((backend) => backend.required_scopes)
-  ]
+export const scopesSupported = (config: GatewayConfig, sources?: ComposedSources): ReadonlyArray<string> => {
+  const named = [OFFLINE_ACCESS, ...roleScopeNames(roleScopesOf(config)), ...endpointScopes(config, sources)]
   return [...new Set(named)]
 }
 
@@ -43,3 +41,9 @@ export const grantScope = (requested: string | undefined, supported: ReadonlyArr
 export const scopeText = (scope: ReadonlyArray<string>): string => scope.join(" ")
 
 export const parseScopeText = (text: string): ReadonlyArray<string> => text.split(" ").filter((token) => token !== "")
+
+/** Every endpoint's required scopes: backends, HTTP endpoints and tool groups, in that order (with repeats). */
+export const endpointScopes = (config: GatewayConfig, sources: ComposedSources | undefined): ReadonlyArray<string> =>
+  [...config.backends, ...(sources?.http ?? []), ...(sources?.toolGroups ?? [])].flatMap(
+    (endpoint) => endpoint.required_scopes
+  )

@@ -3,6 +3,7 @@ import type { DownstreamClient, GatewayConfig } from "../config/schema.js"
 import { Config } from "../config/service.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { UpstreamSignIn } from "../identity/upstream/service.js"
+import type { ComposedSources } from "../sources/schema.js"
 import { scopesSupported } from "./scopes.js"
 
 /** What the authorization server reads from the configuration (all static: `auth`, `client_authorization`). */
@@ -26,7 +27,7 @@ export interface AuthSettings {
   readonly ldapEnabled: boolean
 }
 
-export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
+export const authSettingsOf = (config: GatewayConfig, sources?: ComposedSources): AuthSettings => {
   const issuer = config.auth.issuer
   const url = new URL(issuer)
   return {
@@ -34,7 +35,7 @@ export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
     origin: url.origin,
     secureCookies: url.protocol === "https:",
     clients: config.auth.sso.clients,
-    scopesSupported: scopesSupported(config),
+    scopesSupported: scopesSupported(config, sources),
     consentRequired: config.client_authorization.enabled,
     portalClientId: config.client_authorization.client_id,
     upstreamHost: config.auth.sso.upstream === undefined ? undefined : new URL(config.auth.sso.upstream.issuer).host,
@@ -44,7 +45,8 @@ export const authSettingsOf = (config: GatewayConfig): AuthSettings => {
 
 /** The settings with the identity connections offered now (a stored connection may change at any time). */
 export const authSettings = Effect.gen(function* () {
-  const settings = authSettingsOf((yield* Config).config)
+  const loaded = yield* Config
+  const settings = authSettingsOf(loaded.config, loaded.sources)
   const upstream = yield* (yield* UpstreamSignIn).current
   const stored = yield* (yield* IdentityProviders).current
   return {

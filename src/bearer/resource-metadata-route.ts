@@ -11,10 +11,10 @@ import { metadataPath, metadataPrefix, protectedResourceMetadata } from "./resou
  */
 const document = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const { config } = yield* Config
+  const { config, sources } = yield* Config
   const origin = request.headers["origin"]
   const cors = originAllowed(origin, config) ? corsHeaders(origin) : {}
-  return HttpServerResponse.unsafeJson(protectedResourceMetadata(config), {
+  return HttpServerResponse.unsafeJson(protectedResourceMetadata(config, sources), {
     headers: { "cache-control": "public, max-age=300", ...cors }
   })
 })

@@ -1,4 +1,5 @@
 import type { GatewayConfig } from "../config/schema.js"
+import type { ComposedSources } from "../sources/schema.js"
 
 /**
  * RFC 9728 protected resource metadata for `server.public_url` (docs/mcp.md, "Tokens").
@@ -26,12 +27,16 @@ export interface ProtectedResourceMetadata {
 }
 
 /**
- * Four fields (docs/mcp.md, "Tokens"); `scopes_supported` is the union of the backends' required
- * scopes, omitted when there is none (RFC 9728 makes it optional; an empty list would tell a client
+ * Four fields (docs/mcp.md, "Tokens"); `scopes_supported` is the union of the endpoints' required
+ * scopes (backends, and the HTTP endpoints and tool groups of `sources`), omitted when there is none (RFC 9728 makes it optional; an empty list would tell a client
  * that no scope exists, rather than that none is needed).
  */
-export const protectedResourceMetadata = (config: GatewayConfig): ProtectedResourceMetadata => {
-  const scopes = [...new Set(config.backends.flatMap((backend) => backend.required_scopes))].sort()
+export const protectedResourceMetadata = (
+  config: GatewayConfig,
+  sources?: ComposedSources
+): ProtectedResourceMetadata => {
+  const endpoints = [...config.backends, ...(sources?.http ?? []), ...(sources?.toolGroups ?? [])]
+  const scopes = [...new Set(endpoints.flatMap((endpoint) => endpoint.required_scopes))].sort()
   return {
     resource: config.server.public_url,
     authorization_servers: [config.auth.issuer],

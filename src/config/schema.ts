@@ -287,4 +287,5 @@ export const GatewayConfig = Schema.Struct({
 export type GatewayConfig = typeof GatewayConfig.Type
 export type BackendConfig = typeof Backend.Type
 export type ApprovalPolicy = typeof ApprovalPolicy.Type
+export type ToolRule = typeof ToolRule.Type
 export type StorageConfig = typeof Storage.Type

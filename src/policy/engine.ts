@@ -4,17 +4,17 @@ import { insufficientScope, invalidToken } from "../bearer/challenges.js"
 import { metadataUrl } from "../bearer/resource-metadata.js"
 import { Config } from "../config/service.js"
 import type { HttpError } from "../http/error-body.js"
-import { GatewayTools } from "../mcp/catalog/gateway-tools.js"
-import type { ExposedTool } from "../mcp/catalog/index.js"
 import { AccessState } from "./access-state.js"
 import { type CallDecision, decideCall } from "./decide.js"
-import { backendAccess, effectiveScopes, isOpen, View } from "./view.js"
+import { endpointsOf, GatewayToolRules, type PolicyTool } from "./tool.js"
+import { effectiveScopes, endpointAccess, isOpen, View } from "./view.js"
 
 /**
  * The one place that decides who sees and calls what on /mcp (docs/access-policy.md). Per request it
  * builds the caller's View once — or answers 401/403 for the whole request — and it decides every
  * `tools/call` (`decide`, a pipeline of named checks). A generation service: it reads this
- * generation's backends; the stored policy itself is the process-wide AccessState.
+ * generation's endpoints (backends, HTTP endpoints, tool groups: `endpointsOf`); the stored policy
+ * itself is the process-wide AccessState.
  */
 export class PolicyEngine extends Context.Tag("gateway/PolicyEngine")<
   PolicyEngine,
@@ -22,7 +22,7 @@ export class PolicyEngine extends Context.Tag("gateway/PolicyEngine")<
     readonly view: (caller: Caller) => Effect.Effect<View, HttpError>
     /** The view `view` would give, when it is built and current at `nowMillis`; undefined means "ask `view`". */
     readonly viewNow: (caller: Caller, nowMillis: number) => View | undefined
-    readonly decide: (view: View, tool: ExposedTool, args: Record<string, unknown> | undefined) => CallDecision
+    readonly decide: (view: View, tool: PolicyTool, args: Record<string, unknown> | undefined) => CallDecision
     /** Runs `listener` after every policy change (in-flight work re-checks itself); returns the unsubscribe. */
     readonly onChange: (listener: () => void) => () => void
   }
@@ -31,17 +31,18 @@ export class PolicyEngine extends Context.Tag("gateway/PolicyEngine")<
 export const PolicyEngineLive = Layer.effect(
   PolicyEngine,
   Effect.gen(function* () {
-    const { config } = yield* Config
+    const loaded = yield* Config
+    const { config } = loaded
     const state = yield* AccessState
-    const gatewayTools = yield* GatewayTools
-    const backends = config.backends
+    const gatewayTools = yield* GatewayToolRules
+    const endpoints = endpointsOf(loaded)
     const challengeUrl = metadataUrl(config.server.public_url)
     const inactive = invalidToken(challengeUrl, "The account is not enabled.")
     const stale = invalidToken(
       challengeUrl,
       "The account's organization memberships must be confirmed again: sign in again."
     )
-    const everyRequiredScope = [...new Set(backends.flatMap((backend) => backend.required_scopes))].sort()
+    const everyRequiredScope = [...new Set(endpoints.flatMap((endpoint) => endpoint.required_scopes))].sort()
     const lacksScopes = insufficientScope(challengeUrl, everyRequiredScope)
     // A verified token's Caller is one object while the token is cached, so its view is built once per change.
     const views = new WeakMap<Caller, View>()
@@ -53,12 +54,14 @@ export const PolicyEngineLive = Layer.effect(
         if (grant !== undefined && !grant.active) return Effect.fail(inactive)
         if (grant?.staleAt !== undefined && now >= grant.staleAt) return Effect.fail(stale)
         const scopes = effectiveScopes(caller, grant)
-        // A token that opens no backend while scopes would open some is refused up front (docs/access-policy.md).
-        if (backends.length > 0 && !backends.some((backend) => isOpen(backend, scopes))) return Effect.fail(lacksScopes)
+        // A token that opens no endpoint while scopes would open some is refused up front (docs/access-policy.md).
+        if (endpoints.length > 0 && !endpoints.some((endpoint) => isOpen(endpoint, scopes))) {
+          return Effect.fail(lacksScopes)
+        }
         const view = new View(
           caller,
           grant,
-          backendAccess(backends, grant, scopes),
+          endpointAccess(endpoints, grant, scopes),
           epoch,
           grant?.staleAt ?? Number.POSITIVE_INFINITY,
           gatewayTools

@@ -1,6 +1,6 @@
 import type { EffectiveAccess } from "../admin/schemas.js"
-import type { CatalogIndex } from "../mcp/catalog/index.js"
 import type { Grant, GroupSource } from "./grant.js"
+import type { ListedTool, PolicyEndpoint } from "./tool.js"
 import { EVERY_TOOL } from "./tool-names.js"
 import { isOpen } from "./view.js"
 
@@ -16,27 +16,34 @@ const viaOf = (source: GroupSource) => ({
 type Reason = NonNullable<EffectiveAccess["tools"][number]["reason"]>
 
 /**
- * Explainable access (docs/access-policy.md, "Effective access"): for every published tool, whether
+ * Explainable access (docs/access-policy.md, "Effective access"): for every published tool — of a
+ * backend, an HTTP endpoint or a tool group (`endpoints`: the generation's, `endpointsOf`) — whether
  * `grant`'s user may call it with a token holding every scope they hold, which groups decide it and
  * how each reaches them (direct membership, or an organization group mapped onto it), whether an
  * entry names the tool or grants it through `"*"`, and whether
- * their upstream memberships are stale. The same rules as the PolicyEngine's views and decisions.
+ * their upstream memberships are stale. A tool group's tool is decided by the group's grant, and names
+ * the member it executes. The same rules as the PolicyEngine's views and decisions.
  */
-export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): EffectiveAccess => {
+export const explainAccess = (
+  grant: Grant,
+  endpoints: ReadonlyArray<PolicyEndpoint>,
+  listed: ReadonlyArray<ListedTool>,
+  now: number
+): EffectiveAccess => {
   const stale = grant.staleAt !== undefined && now >= grant.staleAt
   const verified = grant.user.membership_verified_at
-  const tools = index.tools
-    .flatMap((tool) => (tool.gateway === undefined ? [tool] : []))
+  const tools = listed
+    .flatMap((tool) => (tool.gateway === undefined && endpoints[tool.endpoint] !== undefined ? [tool] : []))
     .map((tool) => {
-      const backend = index.backends[tool.backend]!
-      const endpoint = grant.endpoint(backend.id)
+      const deciding = endpoints[tool.endpoint]!
+      const endpoint = grant.endpoint(deciding.id)
       const entries = endpoint?.entries(tool.original) ?? []
       const allowing = tool.write ? entries.filter((granted) => granted.entry.allow_write_requests) : entries
       const reason: Reason | undefined = !grant.active
         ? "not_active"
         : stale
           ? "membership_stale"
-          : !isOpen(backend, grant.scopes)
+          : !isOpen(deciding, grant.scopes)
             ? "scope_not_held"
             : entries.length === 0
               ? "no_access_entry"
@@ -45,7 +52,9 @@ export const explainAccess = (grant: Grant, index: CatalogIndex, now: number): E
                 : undefined
       return {
         name: tool.key,
-        backend: backend.id,
+        backend: deciding.id,
+        endpoint_kind: deciding.kind,
+        ...(tool.member === undefined ? {} : { member: tool.member }),
         tool: tool.original,
         write: tool.write,
         decision: reason === undefined ? ("allow" as const) : ("deny" as const),

@@ -1,19 +1,17 @@
 import { createHash } from "node:crypto"
-import type { Prompt } from "@modelcontextprotocol/client"
 import type { Caller } from "../bearer/caller.js"
-import type { BackendConfig } from "../config/schema.js"
-import type { GatewayTool } from "../mcp/catalog/gateway-tools.js"
-import type { Entry, ExposedTool } from "../mcp/catalog/index.js"
 import type { EndpointAccess, Grant, GrantedEntry } from "./grant.js"
+import type { GatewayToolRule, PolicyEndpoint, PolicyTool } from "./tool.js"
 
 /**
  * What one caller may see and use on /mcp, built once per request from the caller's token and Grant
  * (docs/access-policy.md, "Catalog"). Both /mcp paths read it; neither decides anything itself.
  *
- * A backend is open when the token's scopes, narrowed to the scopes the user holds now, include all
- * of its `required_scopes`. A tool of an open backend is visible when an access entry names it (and,
- * for a write tool, one that allows write requests); prompts, resources and subscriptions are
- * separate permissions of the same entries.
+ * An endpoint (a backend, an HTTP tool or OpenAPI import, a tool group: src/policy/tool.ts) is open when
+ * the token's scopes, narrowed to the scopes the user holds now, include all of its `required_scopes`.
+ * A tool of an open endpoint is visible when an access entry names it (and, for a write tool, one that
+ * allows write requests); prompts, resources and subscriptions are separate permissions of the same
+ * entries (backends only have them).
  */
 export class View {
   /** Equal for two callers exactly when they see the same: what the tools/list page cache is keyed by. */
@@ -22,13 +20,13 @@ export class View {
   constructor(
     readonly caller: Caller,
     readonly grant: Grant | undefined,
-    /** Per backend (config index): its access, undefined when closed or nothing is granted. */
+    /** Per endpoint (`endpointsOf` index): its access, undefined when closed or nothing is granted. */
     private readonly access: ReadonlyArray<EndpointAccess | undefined>,
     readonly epoch: number,
     /** When this view stops being valid (an enterprise membership going stale), ms since epoch. */
     readonly validUntil: number,
     /** The generation's gateway-provided tools: which of them this caller sees is part of the fingerprint. */
-    gatewayTools: ReadonlyArray<GatewayTool> = []
+    gatewayTools: ReadonlyArray<GatewayToolRule> = []
   ) {
     const parts = access.map((endpoint) => endpoint?.key ?? "-")
     parts.push(gatewayTools.map((tool) => (tool.allowed(this) ? "1" : "0")).join(""))
@@ -36,23 +34,24 @@ export class View {
   }
 
   /** The access entries naming `tool` (empty: the tool is not visible to this caller). */
-  entriesFor(tool: ExposedTool): ReadonlyArray<GrantedEntry> {
-    return this.access[tool.backend]?.entries(tool.original) ?? []
+  entriesFor(tool: PolicyTool): ReadonlyArray<GrantedEntry> {
+    return this.access[tool.endpoint]?.entries(tool.original) ?? []
   }
 
-  seesTool(tool: ExposedTool): boolean {
+  seesTool(tool: PolicyTool): boolean {
     if (tool.gateway !== undefined) return tool.gateway.allowed(this)
-    const endpoint = this.access[tool.backend]
+    const endpoint = this.access[tool.endpoint]
     if (endpoint === undefined || endpoint.entries(tool.original).length === 0) return false
     return !tool.write || endpoint.writable(tool.original)
   }
 
-  /** The caller may send write requests to some tool of backend `backend` (config index). */
-  writesTo(backend: number): boolean {
-    return this.access[backend]?.writesAny === true
+  /** The caller may send write requests to some tool of endpoint `endpoint` (`endpointsOf` index). */
+  writesTo(endpoint: number): boolean {
+    return this.access[endpoint]?.writesAny === true
   }
 
-  seesPrompt(entry: Entry<Prompt>): boolean {
+  /** A backend's prompt (`backend`: its config index, which is its endpoint index). */
+  seesPrompt(entry: { readonly backend: number; readonly original: string }): boolean {
     return this.access[entry.backend]?.prompt(entry.original) === true
   }
 
@@ -66,8 +65,8 @@ export class View {
   }
 }
 
-export const isOpen = (backend: BackendConfig, scopes: ReadonlySet<string>): boolean =>
-  backend.required_scopes.every((scope) => scopes.has(scope))
+export const isOpen = (endpoint: Pick<PolicyEndpoint, "required_scopes">, scopes: ReadonlySet<string>): boolean =>
+  endpoint.required_scopes.every((scope) => scopes.has(scope))
 
 /** The token's scopes the user still holds: removed ones deny at once, added ones need a new token. */
 export const effectiveScopes = (caller: Caller, grant: Grant | undefined): ReadonlySet<string> => {
@@ -78,10 +77,10 @@ export const effectiveScopes = (caller: Caller, grant: Grant | undefined): Reado
   return scopes
 }
 
-/** The per-backend access of `grant` for the backends these scopes open. */
-export const backendAccess = (
-  backends: ReadonlyArray<BackendConfig>,
+/** The per-endpoint access of `grant` for the endpoints these scopes open. */
+export const endpointAccess = (
+  endpoints: ReadonlyArray<Pick<PolicyEndpoint, "id" | "required_scopes">>,
   grant: Grant | undefined,
   scopes: ReadonlySet<string>
 ): ReadonlyArray<EndpointAccess | undefined> =>
-  backends.map((backend) => (isOpen(backend, scopes) ? grant?.endpoint(backend.id) : undefined))
+  endpoints.map((endpoint) => (isOpen(endpoint, scopes) ? grant?.endpoint(endpoint.id) : undefined))

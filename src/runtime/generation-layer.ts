@@ -1,7 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
 import type { Approvals } from "../approvals/service.js"
-import { GatewayToolsLive } from "../approvals/tools.js"
 import type { AuthBaseServices } from "../auth/layer.js"
 import { type BearerVerifier, BearerVerifierLive } from "../bearer/verifier.js"
 import { Config, type LoadedConfig } from "../config/service.js"
@@ -14,16 +13,20 @@ import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
+import { GatewayToolsLive } from "../mcp/calls/approval-tools.js"
 import { type ToolCalls, ToolCallsLive } from "../mcp/calls/tool-calls.js"
 import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
-import type { GatewayTools } from "../mcp/catalog/gateway-tools.js"
+import { GatewayTools } from "../mcp/catalog/gateway-tools.js"
 import { DirectPathEnabled, type McpPost, McpPostLive } from "../mcp/edge/post.js"
 import { type McpEndpoint, McpEndpointLive } from "../mcp/edge/sdk-endpoint.js"
 import type { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/backends.js"
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
+import { GatewayToolRules } from "../policy/tool.js"
 import type { PolicyWrites } from "../policy/writes.js"
+import type { HttpTools } from "../sources/http/service.js"
+import { HttpToolsUnavailable } from "../sources/http/unavailable.js"
 import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
@@ -81,6 +84,8 @@ export type GenerationServices =
   | BearerVerifier
   | Backends
   | GatewayTools
+  | GatewayToolRules
+  | HttpTools
   | PolicyEngine
   | McpEndpoint
   | McpPost
@@ -89,8 +94,13 @@ export type GenerationServices =
 
 /** Services a test may replace in a generation (e.g. a PolicyEngine fake for tests of the data plane). */
 export interface GenerationOverrides {
-  readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | GatewayTools | BaseServices>
+  readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | GatewayToolRules | BaseServices>
   readonly gatewayTools?: Layer.Layer<GatewayTools>
+  /**
+   * How HTTP tools' calls are sent (src/sources/http/service.ts); by default
+   * `HttpToolsUnavailable` — every call answered "not available" — until the HTTP client is built in.
+   */
+  readonly httpTools?: Layer.Layer<HttpTools>
   /** `false`: every POST /mcp goes to the MCP SDK's handler (tests compare the two paths' answers). */
   readonly directPath?: boolean
 }
@@ -111,8 +121,12 @@ export const generationLayer = (
 > => {
   const config = Layer.succeed(Config, loaded)
   const backends = BackendsLive.pipe(Layer.provide(Layer.succeed(PreviousCatalogs, previous)))
+  // The policy sees the gateway's own tools as rules (src/policy/tool.ts): the same tools, by another tag.
+  const rules = Layer.effect(GatewayToolRules, GatewayTools)
   const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive).pipe(
-    Layer.provideMerge(overrides.gatewayTools ?? GatewayToolsLive)
+    Layer.provideMerge(rules),
+    Layer.provideMerge(overrides.gatewayTools ?? GatewayToolsLive),
+    Layer.provideMerge(overrides.httpTools ?? HttpToolsUnavailable)
   )
   const endpoint = McpPostLive.pipe(
     Layer.provide(Layer.succeed(DirectPathEnabled, overrides.directPath ?? true)),

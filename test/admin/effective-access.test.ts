@@ -5,12 +5,13 @@
  * memberships (what sign-in and directory snapshots write); an administrator maps them.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, TestClock } from "effect"
+import { Clock, Effect, Schema, TestClock } from "effect"
 import { PolicyWrites } from "../../src/policy/writes.js"
+import { HttpTool, ToolGroup } from "../../src/sources/schema.js"
 import { GroupRepo } from "../../src/store/groups.js"
 import { UserRepo } from "../../src/store/users.js"
 import { addLocalUser, adminToken, ifMatch, managementApi, signInForAdminToken } from "../support/admin-api.js"
-import { grantAccessTo } from "../support/grants.js"
+import { grantAccess, grantAccessTo } from "../support/grants.js"
 import { alphaTools, startBackend } from "../support/mcp-backends.js"
 import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
 
@@ -245,5 +246,68 @@ describe("effective access", () => {
       expect(joined).toMatchObject({ status: 400, body: { error: "invalid_request" } })
       expect(String(joined.body["error_description"])).toContain("organization group")
     })
+  )
+
+  it.scopedLive(
+    "lists HTTP tools and tool groups' tools: the endpoint that decides, its kind, and the member a group's tool runs",
+    () =>
+      Effect.gen(function* () {
+        const alpha = yield* Effect.acquireRelease(
+          Effect.promise(() => startBackend("alpha", alphaTools)),
+          (backend) => Effect.promise(() => backend.stop())
+        )
+        const { tool: forecast, ...weather } = Schema.decodeUnknownSync(HttpTool)({
+          id: "weather",
+          tool_rules: [{ tools: ["*"] }],
+          tool: { name: "forecast", method: "GET", url: "https://weather.example.com/forecast/{city}" }
+        })
+        const gateway = yield* oauthGateway({
+          patch: {
+            backends: [{ id: "alpha", url: alpha.url, allow_insecure_http: true, tool_rules: [{ tools: ["echo"] }] }]
+          },
+          sources: {
+            managed: false,
+            http: [{ kind: "http_tool", ...weather, credentials: weather.credentials, tools: [forecast] }],
+            toolGroups: [
+              Schema.decodeUnknownSync(ToolGroup)({
+                id: "toolbox",
+                members: [
+                  { endpoint: "alpha", tool: "echo" },
+                  { endpoint: "weather", tool: "forecast" }
+                ]
+              })
+            ]
+          }
+        })
+        const api = managementApi(gateway, yield* adminToken(gateway, {}, Date.now()))
+        const { userId } = yield* inGateway(gateway)(grantAccess([{ endpoint_id: "toolbox", tools: ["*"] }]))
+        const explained = yield* api.get(`/api/v1/identities/${userId}/effective-access`)
+        expect(explained.status).toBe(200)
+        const tools = new Map(
+          (explained.body["tools"] as Array<Record<string, unknown>>).map((tool) => [tool["name"], tool])
+        )
+        expect([...tools.keys()]).toEqual(["alpha__echo", "toolbox__echo", "toolbox__forecast", "weather__forecast"])
+        expect(tools.get("toolbox__forecast")).toMatchObject({
+          backend: "toolbox",
+          endpoint_kind: "tool_group",
+          member: { endpoint: "weather", tool: "forecast" },
+          tool: "forecast",
+          decision: "allow",
+          matched_by: ["*"]
+        })
+        expect(tools.get("toolbox__echo")).toMatchObject({
+          backend: "toolbox",
+          member: { endpoint: "alpha", tool: "echo" },
+          decision: "allow"
+        })
+        // Granted the group, not its members' endpoints.
+        expect(tools.get("weather__forecast")).toMatchObject({
+          backend: "weather",
+          endpoint_kind: "http_tool",
+          decision: "deny",
+          reason: "no_access_entry"
+        })
+        expect(tools.get("alpha__echo")).toMatchObject({ endpoint_kind: "backend", decision: "deny" })
+      })
   )
 })

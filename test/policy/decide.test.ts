@@ -10,20 +10,19 @@ import { stringify } from "yaml"
 import type { Caller } from "../../src/bearer/caller.js"
 import { parseConfig } from "../../src/config/load.js"
 import { Config } from "../../src/config/service.js"
-import { GatewayTools } from "../../src/mcp/catalog/gateway-tools.js"
-
 import { buildIndex } from "../../src/mcp/catalog/index.js"
 import { AccessState } from "../../src/policy/access-state.js"
 import { PolicyEngine, PolicyEngineLive } from "../../src/policy/engine.js"
 import { buildGrant, indexGroups } from "../../src/policy/grant.js"
 import { Permissions } from "../../src/policy/permissions.js"
 import { roleScopesOf } from "../../src/policy/roles.js"
+import { GatewayToolRules } from "../../src/policy/tool.js"
 import type { GroupRow } from "../../src/store/groups.js"
 import type { MembershipRow, MembershipSource } from "../../src/store/memberships.js"
 import type { UserId, UserRow } from "../../src/store/users.js"
 
 /** No gateway-provided tools: what is measured here is the backends' tools. */
-const GatewayToolsLive = Layer.succeed(GatewayTools, [])
+const GatewayToolsLive = Layer.succeed(GatewayToolRules, [])
 
 const day = 86_400_000
 

@@ -16,6 +16,8 @@ import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
 import { makeListener } from "../../src/runtime/listener.js"
+import type { HttpTools } from "../../src/sources/http/service.js"
+import type { ComposedSources } from "../../src/sources/schema.js"
 import { type LogCapture, quietly } from "./logs.js"
 import { permitAllAccess } from "./permit-policy.js"
 import { mintAccessToken, type TokenOptions, testSessionGuard } from "./tokens.js"
@@ -69,6 +71,13 @@ export interface TestGatewayOptions {
   readonly logs?: LogCapture
   /** Environment the configuration is read with (variables named by `*_env` keys). */
   readonly env?: Record<string, string>
+  /**
+   * Managed tool sources every generation carries (HTTP endpoints, tool groups), set on the loaded
+   * configuration as composition would (src/sources/compose.ts) — for tests of the catalog and calls.
+   */
+  readonly sources?: ComposedSources
+  /** How HTTP tools' calls are sent (the generation's default answers "not available"). */
+  readonly httpTools?: Layer.Layer<HttpTools>
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
@@ -91,7 +100,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   const load = (patch: Record<string, unknown>) => {
     const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document(patch)), options.env ?? {})
     if (Either.isLeft(parsed)) throw new Error(parsed.left.message)
-    return parsed.right
+    return options.sources === undefined ? parsed.right : { ...parsed.right, sources: options.sources }
   }
   const scope = Effect.runSync(Scope.make())
   const key = Effect.runSync(parseConfigKey(randomBytes(32).toString("base64")))
@@ -110,7 +119,8 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   )
   const overrides = {
     ...(options.gatewayTools === undefined ? {} : { gatewayTools: Layer.succeed(GatewayTools, options.gatewayTools) }),
-    ...(options.directPath === undefined ? {} : { directPath: options.directPath })
+    ...(options.directPath === undefined ? {} : { directPath: options.directPath }),
+    ...(options.httpTools === undefined ? {} : { httpTools: options.httpTools })
   }
   const started = Effect.gen(function* () {
     const base = yield* Layer.buildWithScope(baseLayers, scope)

@@ -10,6 +10,7 @@ import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
 import { adminRoute, type Listener, makeListener, publicRoute } from "../../src/runtime/listener.js"
+import type { ComposedSources } from "../../src/sources/schema.js"
 import { type StoreKindUnderTest, withStorage, withTempDir } from "./databases.js"
 import { freePort } from "./gateway-process.js"
 import { type LogCapture, quietly, showLogs } from "./logs.js"
@@ -51,6 +52,8 @@ export interface OAuthGatewayOptions {
    * is not part of the branch yet, say); the routes find them like the base services.
    */
   readonly extraServices?: Layer.Layer<never>
+  /** Managed tool sources (HTTP endpoints, tool groups) set on the loaded configuration, as composition would. */
+  readonly sources?: ComposedSources
 }
 
 /** The loopback client that obtains Management API tokens (like `gateway-admin` in config/gateway.yaml). */
@@ -115,7 +118,7 @@ const build = (options: OAuthGatewayOptions) =>
     }
     const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), options.env ?? {})
     if (Either.isLeft(parsed)) return yield* Effect.dieMessage(parsed.left.message)
-    const loaded = parsed.right
+    const loaded = options.sources === undefined ? parsed.right : { ...parsed.right, sources: options.sources }
     const key = yield* parseConfigKey(randomBytes(32).toString("base64"))
     const base: Context.Context<BaseServices> = yield* Layer.build(
       Layer.merge(baseLayer(loaded.config, key), options.extraServices ?? Layer.empty)

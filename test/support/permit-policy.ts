@@ -3,7 +3,7 @@ import type { Caller } from "../../src/bearer/caller.js"
 import type { BackendConfig } from "../../src/config/schema.js"
 import { AccessState } from "../../src/policy/access-state.js"
 import type { EndpointAccess, Grant, GrantedEntry } from "../../src/policy/grant.js"
-import { backendAccess, effectiveScopes, View } from "../../src/policy/view.js"
+import { effectiveScopes, endpointAccess, View } from "../../src/policy/view.js"
 import type { GroupRow } from "../../src/store/groups.js"
 import type { UserId, UserRow } from "../../src/store/users.js"
 
@@ -108,5 +108,5 @@ export const permitView = (backends: ReadonlyArray<BackendConfig>, caller: Parti
     ...caller
   }
   const grant = permitGrant(full)
-  return new View(full, grant, backendAccess(backends, grant, effectiveScopes(full, grant)), 0, Infinity)
+  return new View(full, grant, endpointAccess(backends, grant, effectiveScopes(full, grant)), 0, Infinity)
 }

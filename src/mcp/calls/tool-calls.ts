@@ -3,16 +3,17 @@ import { Context, Duration, Effect, Exit, Layer, Runtime } from "effect"
 import { approvalUrlOf, pendingResult, requestRefusal } from "../../approvals/answers.js"
 import { Approvals } from "../../approvals/service.js"
 import { approvalSettingsOf } from "../../approvals/settings.js"
-import { sourceHashOf } from "../../approvals/source.js"
+import { type ApprovalSource, sourceHashOf } from "../../approvals/source.js"
 import { Config } from "../../config/service.js"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import { isRecord } from "../../json.js"
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
+import { HttpTools } from "../../sources/http/service.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { GatewayToolRunner } from "../catalog/gateway-tools.js"
-import type { ExposedTool } from "../catalog/index.js"
+import type { ExposedTool, ToolTarget } from "../catalog/index.js"
 import { exposeContentUris, type Naming, namingOf } from "../catalog/naming.js"
 import { shortText } from "../echo.js"
 import { Backends } from "../upstream/backends.js"
@@ -106,6 +107,9 @@ export class ToolCalls extends Context.Tag("gateway/ToolCalls")<
     readonly inputs: InputRelay
   }
 >() {}
+
+type BackendTarget = Extract<ToolTarget, { readonly _tag: "Backend" }>
+type HttpTarget = Extract<ToolTarget, { readonly _tag: "Http" }>
 
 const error = (code: number, message: string): ToolCallOutcome => ({ _tag: "Error", error: { code, message } })
 
@@ -241,9 +245,11 @@ export const ToolCallsLive = Layer.scoped(
     const engine = yield* PolicyEngine
     const approvals = yield* Approvals
     const { config } = yield* Config
+    const http = yield* HttpTools
     const approvalSettings = approvalSettingsOf(config)
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
+    const runPromise = Runtime.runPromise(runtime)
     const inFlight = new InFlightCalls()
     const inputs = new InputRelay()
     const denials = new EventLimiter()
@@ -267,7 +273,7 @@ export const ToolCallsLive = Layer.scoped(
           reason: decision._tag === "Deny" ? decision.reason : "approval_required",
           subject: caller.subject,
           client_id: caller.clientId ?? null,
-          backend: backends.slots[tool.backend]?.config.id,
+          backend: backends.index().endpoints[tool.endpoint]?.id,
           tool: tool.original,
           ...(suppressed > 0 ? { suppressed } : {})
         })
@@ -324,19 +330,20 @@ export const ToolCallsLive = Layer.scoped(
     const viaChannel = async (
       request: ToolCallRequest,
       tool: ExposedTool,
+      { slot: at, original }: BackendTarget,
       approved = false
     ): Promise<ToolCallOutcome> => {
-      const slot = backends.slots[tool.backend]!
+      const slot = backends.slots[at]!
       const backendId = slot.config.id
       const channel = slot.channel
       if (channel === undefined) {
-        backends.wanted(tool.backend)
+        backends.wanted(at)
         return error(ProtocolErrorCode.InternalError, backendUnavailable(backendId))
       }
       const callTimeout = Duration.toMillis(slot.config.timeouts.call)
       const { onProgress, onLog, logLevel, multiRound, askCaller, clientProfile } = request
       const paramsWith = (input: { inputResponses?: unknown; requestState?: unknown } | undefined) => ({
-        name: tool.original,
+        name: original,
         ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
         ...(input?.inputResponses === undefined ? {} : { inputResponses: input.inputResponses }),
         ...(input?.requestState === undefined ? {} : { requestState: input.requestState })
@@ -382,7 +389,7 @@ export const ToolCallsLive = Layer.scoped(
           request.requestId,
           request.signal,
           (signal) =>
-            over.call("tools/call", params, tool.original, {
+            over.call("tools/call", params, original, {
               signal,
               timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
               ...(onProgress === undefined ? {} : { onProgress }),
@@ -400,8 +407,8 @@ export const ToolCallsLive = Layer.scoped(
       const sendOnce = (over: BackendChannel) =>
         send(over).catch(async (failure: unknown) => {
           if (!(failure instanceof ChannelFailure) || !failure.sessionLost) throw failure
-          backends.reportFailure(tool.backend, failure.message)
-          const next = await backends.nextChannel(tool.backend, over, request.deadline, request.signal)
+          backends.reportFailure(at, failure.message)
+          const next = await backends.nextChannel(at, over, request.deadline, request.signal)
           if (next !== undefined) return send(next)
           if (Date.now() >= request.deadline) throw new ChannelFailure("timeout", "the call's deadline passed")
           throw new ChannelFailure("failed", failure.message, false)
@@ -437,7 +444,7 @@ export const ToolCallsLive = Layer.scoped(
             params = paramsWith({ inputResponses: answers.responses, requestState: outcome.result["requestState"] })
             continue
           }
-          backends.reportFailure(tool.backend, "the backend's answer is not a tool result")
+          backends.reportFailure(at, "the backend's answer is not a tool result")
           return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
         }
       } catch (failure) {
@@ -449,7 +456,7 @@ export const ToolCallsLive = Layer.scoped(
           return error(ProtocolErrorCode.InternalError, answerDropped(backendId))
         }
         if (failure.reason === "failed") {
-          if (failure.probe) backends.reportFailure(tool.backend, failure.message)
+          if (failure.probe) backends.reportFailure(at, failure.message)
           return error(ProtocolErrorCode.InternalError, backendFailed(backendId))
         }
         // Cancelled: by the request itself, or by the caller's `notifications/cancelled`, which leaves
@@ -466,21 +473,20 @@ export const ToolCallsLive = Layer.scoped(
     const viaClient = async (
       request: ToolCallRequest,
       tool: ExposedTool,
+      { slot: at, original }: BackendTarget,
       approved = false
     ): Promise<ToolCallOutcome> => {
-      const slot = backends.slots[tool.backend]!
+      const slot = backends.slots[at]!
       const target: ForwardTarget = {
         slot,
         deadline: request.deadline,
-        reportFailure: (reason) => backends.reportFailure(tool.backend, reason),
-        wanted: () => backends.wanted(tool.backend),
+        reportFailure: (reason) => backends.reportFailure(at, reason),
+        wanted: () => backends.wanted(at),
         reconnected: (previous, signal) =>
-          backends.nextChannel(tool.backend, previous, request.deadline, signal).then((next) => next !== undefined)
+          backends.nextChannel(at, previous, request.deadline, signal).then((next) => next !== undefined)
       }
       const params =
-        request.arguments === undefined
-          ? { name: tool.original }
-          : { name: tool.original, arguments: request.arguments }
+        request.arguments === undefined ? { name: original } : { name: original, arguments: request.arguments }
       try {
         const result = await inFlight.track(
           request.view.caller,
@@ -510,7 +516,73 @@ export const ToolCallsLive = Layer.scoped(
     }
 
     /**
-     * One execution of a backend tool with `args`, decided by the caller (a gateway tool). Only the
+     * An HTTP endpoint's tool: one HTTPS request (the HttpTools service), tracked like a backend call so
+     * a policy change or a `notifications/cancelled` cancels it. Invalid arguments are the caller's
+     * error (-32602); a failed request is a tool result with `isError: true`.
+     */
+    const viaHttp = async (
+      request: ToolCallRequest,
+      tool: ExposedTool,
+      { endpoint, spec }: HttpTarget,
+      approved = false
+    ): Promise<ToolCallOutcome> => {
+      try {
+        const outcome = await inFlight.track(
+          request.view.caller,
+          request.requestId,
+          request.signal,
+          // An answer that arrives after the call was cancelled (the policy withdrew it, the caller cancelled
+          // it) is not the call's answer: the cancellation is, whatever the service made of the abort.
+          (signal) =>
+            runPromise(Effect.either(http.call(endpoint, spec, request.arguments, signal))).then((outcome) => {
+              if (signal.aborted) throw signal.reason
+              return outcome
+            }),
+          stillAllowed(tool, request.arguments, approved)
+        )
+        if (outcome._tag === "Left") return error(ProtocolErrorCode.InvalidParams, outcome.left.message)
+        const result = withoutReservedMeta(outcome.right as Record<string, unknown> & { _meta?: unknown })
+        return { _tag: "Result", result }
+      } catch (failure) {
+        if (failure instanceof AccessWithdrawn) return withdrawnAnswer
+        if (request.signal.aborted) return { _tag: "Cancelled" }
+        // Cancelled by the caller's `notifications/cancelled` (the service's own failures are results).
+        return error(ProtocolErrorCode.InternalError, "The call was cancelled.")
+      }
+    }
+
+    /** Runs `tool` on its target: a backend's tool (over the channel, or the MCP client for `Mcp-Param-*`) or an HTTP tool. */
+    const run = (request: ToolCallRequest, tool: ExposedTool, approved = false): Promise<ToolCallOutcome> => {
+      const target = tool.target
+      if (target._tag === "Http") return viaHttp(request, tool, target, approved)
+      if (target._tag === "Backend") {
+        return tool.paramHeaders.length > 0
+          ? viaClient(request, tool, target, approved)
+          : viaChannel(request, tool, target, approved)
+      }
+      return Promise.resolve(unknownTool(request.name))
+    }
+
+    /** The configuration a call of `tool` runs under, which an approval of it is bound to. */
+    const sourceOf = (tool: ExposedTool): ApprovalSource | undefined => {
+      const target = tool.target
+      const member =
+        target._tag === "Http"
+          ? ({ kind: "http", endpoint: target.endpoint, spec: target.spec } as const)
+          : target._tag === "Backend"
+            ? ({ kind: "backend", backend: backends.slots[target.slot]!.config } as const)
+            : undefined
+      if (member === undefined || tool.group === undefined) return member
+      const memberTool = target._tag === "Http" ? target.spec.name : target._tag === "Backend" ? target.original : ""
+      return { kind: "tool_group", group: tool.group, member, memberTool }
+    }
+    const sourceHash = (tool: ExposedTool) => {
+      const source = sourceOf(tool)
+      return source === undefined ? "" : sourceHashOf(source, tool)
+    }
+
+    /**
+     * One execution of a tool with `args`, decided by the caller (a gateway tool). Only the
      * arguments given go to the backend: nothing else of the gateway tool's own request (its
      * `inputResponses`, `requestState`, the caller's answers to input requests) — an approved write runs
      * with exactly what was reviewed, and a backend asking for input mid-way is not relayed.
@@ -530,7 +602,7 @@ export const ToolCallsLive = Layer.scoped(
       const deep = tooDeepPart(sent)
       if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
       // A gateway tool builds its own answer from this one: what the backend's answer held is given back now.
-      const outcome = tool.paramHeaders.length > 0 ? viaClient(sent, tool, true) : viaChannel(sent, tool, true)
+      const outcome = run(sent, tool, true)
       return outcome.then((done) => {
         if (done._tag !== "Result" || done.release === undefined) return done
         done.release()
@@ -540,9 +612,12 @@ export const ToolCallsLive = Layer.scoped(
 
     const runner: GatewayToolRunner = {
       index: () => backends.index(),
-      backend: (index) => backends.slots[index]?.config,
+      endpoint: (index) => backends.index().endpoints[index],
+      sourceHash,
       decide: (view, tool, args) => engine.decide(view, tool, args),
-      reachable: (tool) => backends.slots[tool.backend]?.channel !== undefined,
+      reachable: (tool) =>
+        tool.target._tag === "Http" ||
+        (tool.target._tag === "Backend" && backends.slots[tool.target.slot]?.channel !== undefined),
       execute
     }
 
@@ -552,19 +627,19 @@ export const ToolCallsLive = Layer.scoped(
       tool: ExposedTool,
       policy: Extract<CallDecision, { _tag: "NeedsApproval" }>["policy"]
     ): Promise<ToolCallOutcome> => {
-      const backend = backends.slots[tool.backend]!.config
+      const endpoint = backends.index().endpoints[tool.endpoint]
       // A write needing approval was allowed by the caller's Grant, so they are someone here; deny on doubt.
       const requesterId = request.view.grant?.user.id
-      if (requesterId === undefined) return Promise.resolve(unknownTool(request.name))
+      if (requesterId === undefined || endpoint === undefined) return Promise.resolve(unknownTool(request.name))
       return Runtime.runPromise(runtime)(
         approvals.request(
           {
             caller: request.view.caller,
             requesterId,
-            backend: backend.id,
+            backend: endpoint.id,
             tool: tool.original,
             exposedName: tool.key,
-            sourceHash: sourceHashOf(backend, tool),
+            sourceHash: sourceHash(tool),
             arguments: request.arguments ?? {},
             policy
           },
@@ -594,7 +669,7 @@ export const ToolCallsLive = Layer.scoped(
         if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
         if (decision._tag === "NeedsApproval") return askApproval(request, tool, decision.policy)
         if (tool.gateway !== undefined) return tool.gateway.call(request, runner)
-        return tool.paramHeaders.length > 0 ? viaClient(request, tool) : viaChannel(request, tool)
+        return run(request, tool)
       }
     }
   })

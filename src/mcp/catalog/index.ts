@@ -1,9 +1,11 @@
 import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from "@modelcontextprotocol/client"
-import type { ApprovalPolicy, BackendConfig } from "../../config/schema.js"
+import type { BackendConfig } from "../../config/schema.js"
+import { endpointsOf, type ListedTool, type PolicyEndpoint } from "../../policy/tool.js"
+import type { ComposedSources, HttpEndpoint, HttpToolSpec, ToolGroup } from "../../sources/schema.js"
 import { type BackendCatalog, declaredParamHeaders, withoutReservedMeta } from "./backend-catalog.js"
 import { type GatewayTool, gatewayToolName } from "./gateway-tools.js"
 import { exposeName, exposeUri, namingOf, parseExposedUri } from "./naming.js"
-import { publicationOf } from "./publication.js"
+import { publicationOf, ruleOf } from "./publication.js"
 
 /** One exposed item: its exposed key (name or URI), which backend (config index) and its original key. */
 export interface Entry<T> {
@@ -13,14 +15,30 @@ export interface Entry<T> {
   readonly item: T
 }
 
-export interface ExposedTool extends Entry<Tool> {
-  readonly write: boolean
-  /** Per-operation approval for calls of this write tool (`tool_rules[].approval`). */
-  readonly approval: ApprovalPolicy | undefined
+/**
+ * Where a call of an exposed tool runs: a backend's tool (its slot, the backend's config index, and the
+ * tool's original name there), an HTTP endpoint's tool (one HTTPS request: src/sources/http/service.ts),
+ * or a tool the gateway provides itself. A tool group's tool runs on its member's target.
+ */
+export type ToolTarget =
+  | { readonly _tag: "Backend"; readonly slot: number; readonly original: string }
+  | { readonly _tag: "Http"; readonly endpoint: HttpEndpoint; readonly spec: HttpToolSpec }
+  | { readonly _tag: "Gateway"; readonly tool: GatewayTool }
+
+/**
+ * One exposed tool: what the policy decides on (src/policy/tool.ts: the deciding endpoint — for a tool
+ * group's tool, the group — the name its access entries use, write flag and approval), what
+ * `tools/list` shows, and where a call runs.
+ */
+export interface ExposedTool extends ListedTool {
+  readonly item: Tool
+  readonly target: ToolTarget
   /** The `Mcp-Param-*` headers its input schema declares (SEP-2243), which the MCP SDK's client builds. */
   readonly paramHeaders: ReadonlyArray<string>
-  /** Set for a tool the gateway provides itself (its `backend` is then -1). */
+  /** Set for a tool the gateway provides itself (its `endpoint` is then -1). */
   readonly gateway?: GatewayTool
+  /** Set for a tool group's tool: the group (approvals hash its definition). */
+  readonly group?: ToolGroup
 }
 
 /**
@@ -30,6 +48,8 @@ export interface ExposedTool extends Entry<Tool> {
  */
 export interface CatalogIndex {
   readonly backends: ReadonlyArray<BackendConfig>
+  /** Every endpoint a tool's `endpoint` indexes: the backends (same indices), HTTP endpoints, tool groups. */
+  readonly endpoints: ReadonlyArray<PolicyEndpoint>
   readonly tools: ReadonlyArray<ExposedTool>
   readonly toolByName: ReadonlyMap<string, ExposedTool>
   readonly prompts: ReadonlyArray<Entry<Prompt>>
@@ -42,7 +62,10 @@ export interface CatalogIndex {
   readonly completions: ReadonlyArray<boolean>
   /** Every `Mcp-Param-*` header a published tool declares. */
   readonly paramHeaders: ReadonlyArray<string>
-  /** Names and URIs more than one backend exposes (or a backend and the gateway): exposed by no backend. */
+  /**
+   * Names and URIs more than one endpoint exposes (or an endpoint and the gateway, or two members of one
+   * tool group): exposed by none of them.
+   */
   readonly collisions: ReadonlyArray<Collision>
   /** Resource URIs more than one backend lists, and which backends: refused when a client reads one. */
   readonly collidedResources: ReadonlyMap<string, ReadonlyArray<number>>
@@ -53,7 +76,7 @@ export interface CatalogIndex {
 export interface Collision {
   readonly kind: "tool" | "prompt" | "resource" | "resource template"
   readonly key: string
-  /** Backend ids; `gateway` for a gateway-provided tool (which keeps its name). */
+  /** Endpoint ids; `gateway` for a gateway-provided tool (which keeps its name). */
   readonly backends: ReadonlyArray<string>
 }
 
@@ -62,51 +85,174 @@ export interface CatalogSource {
   readonly catalog: BackendCatalog | undefined
 }
 
+/** The managed endpoints beside the backends (src/sources/schema.ts). */
+export type ManagedEndpoints = Pick<ComposedSources, "http" | "toolGroups">
+
+const noManaged: ManagedEndpoints = { http: [], toolGroups: [] }
+
 const byKey = <T extends { readonly key: string }>(a: T, b: T) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
 const indexBy = <T extends { readonly key: string }>(entries: ReadonlyArray<T>) =>
   new Map(entries.map((entry) => [entry.key, entry]))
 
-/** Where gateway-provided tools sit: no backend. */
+/** Where gateway-provided tools sit: no backend, no endpoint. */
 export const GATEWAY_BACKEND = -1
 
+/** The `tools/list` item of an HTTP endpoint's tool. */
+const httpItem = (key: string, spec: HttpToolSpec): Tool => ({
+  name: key,
+  ...(spec.title === undefined ? {} : { title: spec.title }),
+  description: spec.description,
+  inputSchema: spec.input_schema as Tool["inputSchema"]
+})
+
+/** The published tools of the backends (by slot) and HTTP endpoints, before collisions are settled. */
+const endpointTools = (
+  sources: ReadonlyArray<CatalogSource>,
+  http: ReadonlyArray<HttpEndpoint>
+): Array<Array<ExposedTool>> => {
+  const published: Array<Array<ExposedTool>> = sources.map(({ config, catalog }, slot) => {
+    if (catalog === undefined) return []
+    const publication = publicationOf(config)
+    const naming = namingOf(config)
+    return catalog.tools.flatMap((tool): Array<ExposedTool> => {
+      const decision = publication(tool.name)
+      const key = exposeName(naming, tool.name)
+      if (!decision.published || key === undefined) return []
+      const item = { ...withoutReservedMeta(tool), name: key }
+      return [
+        {
+          key,
+          endpoint: slot,
+          original: tool.name,
+          write: decision.write,
+          approval: decision.approval,
+          paramHeaders: declaredParamHeaders(item),
+          item,
+          target: { _tag: "Backend", slot, original: tool.name }
+        }
+      ]
+    })
+  })
+  http.forEach((endpoint, at) => {
+    const publication = publicationOf(endpoint)
+    const naming = namingOf(endpoint)
+    published.push(
+      endpoint.tools.flatMap((spec): Array<ExposedTool> => {
+        const decision = publication(spec.name)
+        const key = exposeName(naming, spec.name)
+        if (!decision.published || key === undefined) return []
+        const item = httpItem(key, spec)
+        return [
+          {
+            key,
+            endpoint: sources.length + at,
+            original: spec.name,
+            write: decision.write,
+            approval: decision.approval,
+            paramHeaders: declaredParamHeaders(item),
+            item,
+            target: { _tag: "Http", endpoint, spec }
+          }
+        ]
+      })
+    )
+  })
+  return published
+}
+
+/**
+ * A tool group's tools (docs/tool-sources.md): each member names published tools of a backend or HTTP
+ * endpoint (never another group; an endpoint that is not there, or publishes no such tool, adds
+ * nothing). Exposed under the group's naming with their original names; the group's `tool_rules`
+ * publish them; write = the member's write OR the rule's; approval = the rule's when it sets one, else
+ * the member's. An original name two members contribute is exposed by neither (a collision).
+ */
+const groupTools = (
+  group: ToolGroup,
+  endpoint: number,
+  endpoints: ReadonlyArray<PolicyEndpoint>,
+  published: ReadonlyArray<ReadonlyArray<ExposedTool>>,
+  collisions: Array<Collision>
+): Array<ExposedTool> => {
+  const byOriginal = new Map<string, Array<ExposedTool>>()
+  for (const member of group.members) {
+    const at = endpoints.findIndex((candidate) => candidate.id === member.endpoint)
+    if (at < 0 || endpoints[at]!.kind === "tool_group") continue
+    const prefix = member.tool.endsWith("*") ? member.tool.slice(0, -1) : undefined
+    for (const tool of published[at] ?? []) {
+      if (prefix === undefined ? tool.original !== member.tool : !tool.original.startsWith(prefix)) continue
+      const seen = byOriginal.get(tool.original)
+      if (seen === undefined) byOriginal.set(tool.original, [tool])
+      else if (!seen.includes(tool)) seen.push(tool)
+    }
+  }
+  const rules = ruleOf(group.tool_rules)
+  const naming = namingOf(group)
+  const tools: Array<ExposedTool> = []
+  for (const [original, members] of byOriginal) {
+    const key = exposeName(naming, original)
+    if (key === undefined) continue
+    if (members.length > 1) {
+      const ids = members.map((member) => endpoints[member.endpoint]?.id ?? "?")
+      collisions.push({ kind: "tool", key, backends: [...new Set(ids)].sort() })
+      continue
+    }
+    const member = members[0]!
+    const rule = rules(original)
+    if (rule === undefined || !rule.publish) continue
+    const write = member.write || rule.write
+    tools.push({
+      key,
+      endpoint,
+      original,
+      write,
+      approval: write ? (rule.approval ?? member.approval) : undefined,
+      paramHeaders: member.paramHeaders,
+      item: { ...member.item, name: key },
+      target: member.target,
+      member: { endpoint: endpoints[member.endpoint]?.id ?? "?", tool: member.original },
+      group
+    })
+  }
+  return tools
+}
+
+/**
+ * The index of one moment: `sources` are the backends (by slot), `managed` the HTTP endpoints and tool
+ * groups of the generation (src/sources/schema.ts). A tool's `endpoint` indexes `endpointsOf`'s order.
+ */
 export const buildIndex = (
   sources: ReadonlyArray<CatalogSource>,
-  gatewayTools: ReadonlyArray<GatewayTool> = []
+  gatewayTools: ReadonlyArray<GatewayTool> = [],
+  managed: ManagedEndpoints = noManaged
 ): CatalogIndex => {
+  const endpoints = endpointsOf({ config: { backends: sources.map((source) => source.config) }, sources: managed })
+  const collisions: Array<Collision> = []
+  const published = endpointTools(sources, managed.http)
   let tools: Array<ExposedTool> = gatewayTools
     .filter((tool) => gatewayToolName.test(tool.definition.name))
     .map((tool) => ({
       key: tool.definition.name,
-      backend: GATEWAY_BACKEND,
+      endpoint: GATEWAY_BACKEND,
       original: tool.definition.name,
       item: tool.definition,
       write: false,
       approval: undefined,
       paramHeaders: [],
+      target: { _tag: "Gateway", tool },
       gateway: tool
     }))
+  for (const list of published) tools.push(...list)
+  const groupsFrom = sources.length + managed.http.length
+  managed.toolGroups.forEach((group, at) => {
+    tools.push(...groupTools(group, groupsFrom + at, endpoints, published, collisions))
+  })
   let prompts: Array<Entry<Prompt>> = []
   let resources: Array<Entry<Resource>> = []
   let templates: Array<Entry<ResourceTemplate>> = []
   sources.forEach(({ config, catalog }, backend) => {
     if (catalog === undefined) return
-    const publication = publicationOf(config)
     const naming = namingOf(config)
-    for (const tool of catalog.tools) {
-      const decision = publication(tool.name)
-      const key = exposeName(naming, tool.name)
-      if (!decision.published || key === undefined) continue
-      const item = { ...withoutReservedMeta(tool), name: key }
-      tools.push({
-        key,
-        backend,
-        original: tool.name,
-        write: decision.write,
-        approval: decision.approval,
-        paramHeaders: declaredParamHeaders(item),
-        item
-      })
-    }
     for (const prompt of catalog.prompts) {
       const key = exposeName(naming, prompt.name)
       if (key !== undefined)
@@ -126,13 +272,13 @@ export const buildIndex = (
       })
     }
   })
-  const collisions: Array<Collision> = []
-  const idOf = (backend: number) => (backend === GATEWAY_BACKEND ? "gateway" : (sources[backend]?.config.id ?? "?"))
+  const idOf = (endpoint: number) => (endpoint === GATEWAY_BACKEND ? "gateway" : (endpoints[endpoint]?.id ?? "?"))
   const dropped = { resources: [] as Array<Entry<Resource>>, templates: [] as Array<Entry<ResourceTemplate>> }
-  tools = withoutCollisions(tools, "tool", idOf, collisions)
-  prompts = withoutCollisions(prompts, "prompt", idOf, collisions)
-  resources = withoutCollisions(resources, "resource", idOf, collisions, dropped.resources)
-  templates = withoutCollisions(templates, "resource template", idOf, collisions, dropped.templates)
+  const ofBackend = (entry: { readonly backend: number }) => entry.backend
+  tools = withoutCollisions(tools, (tool) => tool.endpoint, "tool", idOf, collisions)
+  prompts = withoutCollisions(prompts, ofBackend, "prompt", idOf, collisions)
+  resources = withoutCollisions(resources, ofBackend, "resource", idOf, collisions, dropped.resources)
+  templates = withoutCollisions(templates, ofBackend, "resource template", idOf, collisions, dropped.templates)
   for (const list of [tools, prompts, resources, templates]) list.sort(byKey)
   const collidedResources = new Map<string, Array<number>>()
   for (const { key, backend } of dropped.resources) {
@@ -143,6 +289,7 @@ export const buildIndex = (
     collidedResources,
     collidedTemplates: dropped.templates,
     backends: sources.map((source) => source.config),
+    endpoints,
     tools,
     toolByName: indexBy(tools),
     prompts,
@@ -157,12 +304,14 @@ export const buildIndex = (
 }
 
 /**
- * Entries whose key no other backend exposes. A key several backends expose is exposed by none of them
- * (deny on doubt: a client must never reach one backend by a name it learned from another); a
- * gateway-provided tool keeps its name and the backend's tool of that name is dropped.
+ * Entries whose key no other endpoint exposes (`ownerOf`: the endpoint, or backend, an entry is of). A
+ * key several endpoints expose is exposed by none of them (deny on doubt: a client must never reach one
+ * endpoint by a name it learned from another); a gateway-provided tool keeps its name and the
+ * endpoint's tool of that name is dropped.
  */
-const withoutCollisions = <T extends { readonly key: string; readonly backend: number }>(
+const withoutCollisions = <T extends { readonly key: string }>(
   entries: Array<T>,
+  ownerOf: (entry: T) => number,
   kind: Collision["kind"],
   idOf: (backend: number) => string,
   collisions: Array<Collision>,
@@ -172,8 +321,8 @@ const withoutCollisions = <T extends { readonly key: string; readonly backend: n
   const owners = new Map<string, Set<number>>()
   for (const entry of entries) {
     const seen = owners.get(entry.key)
-    if (seen === undefined) owners.set(entry.key, new Set([entry.backend]))
-    else seen.add(entry.backend)
+    if (seen === undefined) owners.set(entry.key, new Set([ownerOf(entry)]))
+    else seen.add(ownerOf(entry))
   }
   const dropped = new Set<string>()
   for (const [key, backends] of owners) {
@@ -183,7 +332,7 @@ const withoutCollisions = <T extends { readonly key: string; readonly backend: n
   }
   if (dropped.size === 0) return entries
   return entries.filter((entry) => {
-    const kept = !dropped.has(entry.key) || entry.backend === GATEWAY_BACKEND
+    const kept = !dropped.has(entry.key) || ownerOf(entry) === GATEWAY_BACKEND
     if (!kept) left.push(entry)
     return kept
   })

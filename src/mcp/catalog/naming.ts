@@ -20,9 +20,10 @@ export interface Naming {
   readonly originalUris: boolean
 }
 
-const namings = new WeakMap<BackendConfig, Naming>()
+const namings = new WeakMap<object, Naming>()
 
-export const namingOf = (config: BackendConfig): Naming => {
+/** The naming of a backend, an HTTP endpoint or a tool group (every kind has `id` and `naming`). */
+export const namingOf = (config: Pick<BackendConfig, "id" | "naming">): Naming => {
   let naming = namings.get(config)
   if (naming === undefined) {
     naming = {

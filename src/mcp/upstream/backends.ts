@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Either, Layer, Option, Queue, Runtime } from "effect"
 import { Config } from "../../config/service.js"
+import { noManagedSources } from "../../sources/schema.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { GatewayTools } from "../catalog/gateway-tools.js"
 import { catalogIdentity } from "../catalog/identity.js"
@@ -74,7 +75,9 @@ export class Backends extends Context.Tag("gateway/Backends")<
 export const BackendsLive = Layer.scoped(
   Backends,
   Effect.gen(function* () {
-    const { config } = yield* Config
+    const loaded = yield* Config
+    const { config } = loaded
+    const managed = loaded.sources ?? noManagedSources
     const previous = yield* Effect.serviceOption(PreviousCatalogs)
     const gatewayTools = yield* GatewayTools
     const timing = yield* ReconnectTiming
@@ -110,7 +113,8 @@ export const BackendsLive = Layer.scoped(
     const publish = () => {
       index = buildIndex(
         slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })),
-        gatewayTools
+        gatewayTools,
+        managed
       )
       const current = new Set(index.collisions.map((collision) => JSON.stringify(collision)))
       for (const collision of index.collisions) {

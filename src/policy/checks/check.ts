@@ -1,5 +1,5 @@
-import type { ExposedTool } from "../../mcp/catalog/index.js"
 import type { GrantedEntry } from "../grant.js"
+import type { PolicyTool } from "../tool.js"
 import type { View } from "../view.js"
 
 /** Why a call was refused; logged (`policy.call_denied`), never told to the caller. */
@@ -8,7 +8,7 @@ export type DenyReason = "not_visible" | "write_not_allowed" | "resource_rule"
 /** One `tools/call` being decided. */
 export interface CallContext {
   readonly view: View
-  readonly tool: ExposedTool
+  readonly tool: PolicyTool
   readonly arguments: Record<string, unknown> | undefined
 }
 

@@ -1,15 +1,18 @@
 import { Effect, Layer, Runtime } from "effect"
-import { Config } from "../config/service.js"
-import { EventLimiter } from "../events/security-log.js"
-import { isRecord } from "../json.js"
-import type { ToolCallOutcome, ToolCallRequest } from "../mcp/calls/tool-calls.js"
-import { type GatewayTool, type GatewayToolRunner, GatewayTools } from "../mcp/catalog/gateway-tools.js"
-import type { ExposedTool } from "../mcp/catalog/index.js"
-import type { ApprovalRow } from "../store/approvals.js"
-import { approvalUrlOf, RESUME_TOOL, refusal, STATUS_TOOL, statusResult } from "./answers.js"
-import { APPROVAL_ID } from "./intent.js"
-import { Approvals } from "./service.js"
-import { sourceHashOf } from "./source.js"
+import { approvalUrlOf, RESUME_TOOL, refusal, STATUS_TOOL, statusResult } from "../../approvals/answers.js"
+import { APPROVAL_ID } from "../../approvals/intent.js"
+import { Approvals } from "../../approvals/service.js"
+import type { ToolRule } from "../../config/schema.js"
+import type { LoadedConfig } from "../../config/service.js"
+import { Config } from "../../config/service.js"
+import { EventLimiter } from "../../events/security-log.js"
+import { isRecord } from "../../json.js"
+import { endpointsOf } from "../../policy/tool.js"
+import { noManagedSources } from "../../sources/schema.js"
+import type { ApprovalRow } from "../../store/approvals.js"
+import { type GatewayTool, type GatewayToolRunner, GatewayTools } from "../catalog/gateway-tools.js"
+import type { ExposedTool } from "../catalog/index.js"
+import type { ToolCallOutcome, ToolCallRequest } from "./tool-calls.js"
 
 const result = (value: Record<string, unknown>): ToolCallOutcome => ({ _tag: "Result", result: value })
 
@@ -25,35 +28,55 @@ const invalidArguments = (message: string) => result(refusal("invalid_arguments"
 const notFound = result(refusal("approval_not_found", "No approval with this id was requested by you."))
 
 /**
- * The backend tool an approval was given for, as the catalog has it now, and whether its configuration
- * is the one the approval was given under.
+ * The tool an approval was given for, as the catalog has it now — on the endpoint that decided it (its
+ * backend or HTTP endpoint, or its tool group: the row's `backend`) — and whether its configuration is
+ * the one the approval was given under.
  */
 const toolOf = (runner: GatewayToolRunner, row: ApprovalRow) => {
   const tool = runner.index().toolByName.get(row.exposed_name)
-  const backend = tool === undefined ? undefined : runner.backend(tool.backend)
-  if (tool === undefined || backend === undefined || backend.id !== row.backend || tool.original !== row.tool) {
+  const endpoint = tool === undefined ? undefined : runner.endpoint(tool.endpoint)
+  if (tool === undefined || endpoint === undefined || endpoint.id !== row.backend || tool.original !== row.tool) {
     return undefined
   }
-  return { tool, backend, unchanged: sourceHashOf(backend, tool) === row.source_hash }
+  return { tool, unchanged: runner.sourceHash(tool) === row.source_hash }
+}
+
+/**
+ * The endpoints (`endpointsOf` indices) with tools whose calls can need approval: an endpoint with an
+ * approval rule, or a tool group with one or with a member endpoint that has one.
+ */
+export const endpointsWithApprovals = (loaded: LoadedConfig): ReadonlyArray<number> => {
+  const ruled = (rules: ReadonlyArray<ToolRule>) => rules.some((rule) => rule.approval !== undefined)
+  const endpoints = endpointsOf(loaded)
+  const sources = loaded.sources ?? noManagedSources
+  const withRules = new Set<string>([
+    ...loaded.config.backends.flatMap((backend) => (ruled(backend.tool_rules) ? [backend.id] : [])),
+    ...sources.http.flatMap((http) => (ruled(http.tool_rules) ? [http.id] : []))
+  ])
+  for (const group of sources.toolGroups) {
+    if (ruled(group.tool_rules) || group.members.some((member) => withRules.has(member.endpoint))) {
+      withRules.add(group.id)
+    }
+  }
+  return endpoints.flatMap((endpoint, index) => (withRules.has(endpoint.id) ? [index] : []))
 }
 
 /**
  * The two tools the gateway provides for write approvals (docs/approvals.md, "Tools"):
  * `gateway_approval_status` (read-only: where an approval stands, its cached result, and on request the
  * backend's own status tool) and `gateway_resume_approval` (executes an approved write once). Both act
- * only on the caller's own approvals. They are shown to a caller who may send writes to a backend whose
- * tool rules ask for approval.
+ * only on the caller's own approvals. They are shown to a caller who may send writes to an endpoint
+ * whose tools can need approval (`endpointsWithApprovals`).
  */
 export const GatewayToolsLive = Layer.effect(
   GatewayTools,
   Effect.gen(function* () {
     const approvals = yield* Approvals
-    const { config } = yield* Config
+    const loaded = yield* Config
+    const { config } = loaded
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
-    const withApprovals = config.backends.flatMap((backend, index) =>
-      backend.tool_rules.some((rule) => rule.approval !== undefined) ? [index] : []
-    )
+    const withApprovals = endpointsWithApprovals(loaded)
     if (withApprovals.length === 0) return []
     const allowed = (view: Parameters<GatewayTool["allowed"]>[0]) => withApprovals.some((index) => view.writesTo(index))
     const urlOf = (id: string) => approvalUrlOf(config.server.public_url, id)
@@ -73,7 +96,7 @@ export const GatewayToolsLive = Layer.effect(
       const statusTool =
         name === undefined
           ? undefined
-          : runner.index().tools.find((tool) => tool.backend === found.tool.backend && tool.original === name)
+          : runner.index().tools.find((tool) => tool.endpoint === found.tool.endpoint && tool.original === name)
       if (statusTool === undefined) {
         return { upstream_observation: null, upstream_error: "no status tool is configured for this tool" }
       }
