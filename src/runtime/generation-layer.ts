@@ -26,7 +26,7 @@ import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import { GatewayToolRules } from "../policy/tool.js"
 import type { PolicyWrites } from "../policy/writes.js"
 import type { HttpTools } from "../sources/http/service.js"
-import { HttpToolsUnavailable } from "../sources/http/unavailable.js"
+import { HttpToolsLive } from "../sources/http/live.js"
 import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
@@ -97,8 +97,8 @@ export interface GenerationOverrides {
   readonly policyEngine?: Layer.Layer<PolicyEngine, never, Config | GatewayToolRules | BaseServices>
   readonly gatewayTools?: Layer.Layer<GatewayTools>
   /**
-   * How HTTP tools' calls are sent (src/sources/http/service.ts); by default
-   * `HttpToolsUnavailable` — every call answered "not available" — until the HTTP client is built in.
+   * How HTTP tools' calls are sent (src/sources/http/service.ts); by default `HttpToolsLive`, with the
+   * system's trust anchors (tests give one that trusts their CA).
    */
   readonly httpTools?: Layer.Layer<HttpTools>
   /** `false`: every POST /mcp goes to the MCP SDK's handler (tests compare the two paths' answers). */
@@ -126,7 +126,7 @@ export const generationLayer = (
   const core = Layer.mergeAll(BearerVerifierLive, backends, overrides.policyEngine ?? PolicyEngineLive).pipe(
     Layer.provideMerge(rules),
     Layer.provideMerge(overrides.gatewayTools ?? GatewayToolsLive),
-    Layer.provideMerge(overrides.httpTools ?? HttpToolsUnavailable)
+    Layer.provideMerge(overrides.httpTools ?? HttpToolsLive)
   )
   const endpoint = McpPostLive.pipe(
     Layer.provide(Layer.succeed(DirectPathEnabled, overrides.directPath ?? true)),

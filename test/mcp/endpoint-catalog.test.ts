@@ -16,8 +16,6 @@ import { endpointsWithApprovals } from "../../src/mcp/calls/approval-tools.js"
 import { buildIndex, type ExposedTool } from "../../src/mcp/catalog/index.js"
 import { explainAccess } from "../../src/policy/explain.js"
 import { endpointsOf } from "../../src/policy/tool.js"
-import { HttpTools } from "../../src/sources/http/service.js"
-import { HttpToolsUnavailable } from "../../src/sources/http/unavailable.js"
 import { type HttpEndpoint, HttpTool, ToolGroup } from "../../src/sources/schema.js"
 import { permitGrant } from "../support/permit-policy.js"
 
@@ -217,19 +215,5 @@ describe("the approval tools' visibility", () => {
     } as unknown as LoadedConfig
     // ops (1), crm (3), the group over ops (5), and toolbox, whose own rule asks for approval (6).
     expect(endpointsWithApprovals(loaded)).toEqual([1, 3, 5, 6])
-  })
-})
-
-describe("HTTP tools without their client", () => {
-  it("answer every call with isError and say HTTP tools are not available", async () => {
-    const result = await Effect.runPromise(
-      Effect.flatMap(HttpTools, (http) =>
-        http.call(weather, weather.tools[0]!, { city: "x" }, new AbortController().signal)
-      ).pipe(Effect.provide(HttpToolsUnavailable))
-    )
-    expect(result).toEqual({
-      content: [{ type: "text", text: "HTTP tools are not available in this build" }],
-      isError: true
-    })
   })
 })

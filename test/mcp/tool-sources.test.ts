@@ -1,8 +1,8 @@
 /**
  * Tool groups and HTTP tools in the catalog (docs/tool-sources.md, "Tool groups and HTTP tools in the
  * catalog"): real MCP backends, a real gateway with the stored policy, managed sources set on the loaded
- * configuration as composition sets them, and HTTP tools sent to a real loopback service through a test
- * double of the HttpTools client (test/support/http-tools-double.ts). Every answer is compared on both
+ * configuration as composition sets them, and HTTP tools sent to a real loopback service by the real
+ * HttpTools client, which records what it sent (test/support/recorded-http-tools.ts). Every answer is compared on both
  * /mcp paths: the gateway's direct answer and the MCP SDK's handler.
  */
 import { Effect, Schema } from "effect"
@@ -21,7 +21,7 @@ import {
   startOps
 } from "../support/approvals.js"
 import { type AccessInput, grantAccess, testActor } from "../support/grants.js"
-import { type HttpToolsDouble, httpToolsDouble, startEchoService } from "../support/http-tools-double.js"
+import { type RecordedHttpTools, recordedHttpTools, startEchoService } from "../support/recorded-http-tools.js"
 import { alphaTools, commonTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { connectClient, jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
@@ -57,7 +57,7 @@ let alpha: TestBackend
 let beta: TestBackend
 let ops: OpsBackend
 let service: LoopbackServer
-let http: HttpToolsDouble
+let http: RecordedHttpTools
 let gateway: TestGateway
 
 beforeAll(async () => {
@@ -66,7 +66,7 @@ beforeAll(async () => {
   ops = await startOps()
   service = await startEchoService()
   const origin = `http://127.0.0.1:${service.port}`
-  http = httpToolsDouble()
+  http = recordedHttpTools()
   const sources = {
     ...noManagedSources,
     http: [
@@ -444,8 +444,8 @@ describe("managed endpoints' required scopes", () => {
   })
 })
 
-describe("a generation given no HttpTools", () => {
-  it("answers an HTTP tool's call with isError: not available in this build", async () => {
+describe("a generation given no HttpTools override", () => {
+  it("sends an HTTP tool's call with the live client (src/sources/http/live.ts)", async () => {
     const origin = `http://127.0.0.1:${service.port}`
     const bare = await startTestGateway({
       policy: "store",
@@ -473,10 +473,7 @@ describe("a generation given no HttpTools", () => {
           { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
         )
       )
-      expect(answer["result"]).toEqual({
-        content: [{ type: "text", text: "HTTP tools are not available in this build" }],
-        isError: true
-      })
+      expect(answer["result"]).toMatchObject({ structuredContent: { method: "GET", path: "/forecast/Oslo" } })
     } finally {
       await bare.close()
     }
