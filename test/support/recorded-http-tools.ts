@@ -20,7 +20,12 @@ export const recordedHttpTools = (): RecordedHttpTools => {
   const layer = Layer.effect(
     HttpTools,
     Effect.map(HttpTools, (live) => ({
-      call: (endpoint: HttpEndpoint, tool: HttpToolSpec, args: Record<string, unknown> | undefined, signal: AbortSignal) => {
+      call: (
+        endpoint: HttpEndpoint,
+        tool: HttpToolSpec,
+        args: Record<string, unknown> | undefined,
+        signal: AbortSignal
+      ) => {
         const parsed = parseTemplate(tool.url)
         if (parsed.ok) {
           const expanded = expandTemplate(parsed.template, args ?? {})
