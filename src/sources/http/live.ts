@@ -101,7 +101,10 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
 
       let body: string | undefined
       if (tool.body !== undefined && tool.method !== "GET" && tool.method !== "HEAD") {
-        const value = resolvePointer(args, pointerTokens(tool.body.argument) ?? [])
+        const tokens = pointerTokens(tool.body.argument)
+        if (tokens === undefined || tokens.length === 0)
+          return failed("the tool's body pointer is not valid; an administrator must fix the tool")
+        const value = resolvePointer(args, tokens)
         if (value !== undefined) body = JSON.stringify(value)
       }
       if (Object.keys(endpoint.headers).some((name) => framingHeaders.has(name.toLowerCase())))
@@ -113,7 +116,10 @@ export const makeHttpTools = (dispatcher: Dispatcher): HttpTools["Type"] => ({
         const lower = name.toLowerCase()
         if (reservedHeaders.has(lower) || headers[lower] !== undefined)
           return failed(`the header ${lower} is set by the gateway or the endpoint; an argument cannot set it`)
-        const value = resolvePointer(args, pointerTokens(pointer) ?? [])
+        const tokens = pointerTokens(pointer)
+        if (tokens === undefined || tokens.length === 0)
+          return failed(`the tool's pointer for the header ${lower} is not valid; an administrator must fix the tool`)
+        const value = resolvePointer(args, tokens)
         if (value === undefined) continue
         if (typeof value !== "string")
           return yield* new HttpToolInvalidArguments({

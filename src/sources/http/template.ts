@@ -207,7 +207,11 @@ type Scalar =
   | { readonly ok: true; readonly text: string | undefined }
   | { readonly ok: false; readonly message: string }
 
-const scalarText = (value: unknown, argument: string): Scalar => {
+/** An argument's name as a JSON Pointer token (RFC 6901 escapes), for messages. */
+const token = (name: string) => name.replaceAll("~", "~0").replaceAll("/", "~1")
+
+const scalarText = (value: unknown, name: string): Scalar => {
+  const argument = token(name)
   if (value === undefined || value === null) return { ok: true, text: undefined }
   if (typeof value === "string") {
     if (loneSurrogate.test(value)) return { ok: false, message: `argument /${argument}: not well-formed Unicode` }
@@ -224,12 +228,13 @@ const scalarText = (value: unknown, argument: string): Scalar => {
 /** A query value: a scalar, or a list of scalars (joined with ',' or, exploded, repeated). */
 const queryTexts = (
   value: unknown,
-  argument: string
+  name: string
 ): { ok: true; texts: Array<string> | undefined; list: boolean } | { ok: false; message: string } => {
+  const argument = token(name)
   if (Array.isArray(value)) {
     const texts: Array<string> = []
     for (const item of value) {
-      const scalar = scalarText(item, argument)
+      const scalar = scalarText(item, name)
       if (!scalar.ok)
         return {
           ok: false,
@@ -239,7 +244,8 @@ const queryTexts = (
     }
     return { ok: true, texts: texts.length === 0 ? undefined : texts, list: true }
   }
-  const scalar = scalarText(value, argument)
+  const scalar = scalarText(value, name)
+  if (!scalar.ok && typeof value !== "object") return scalar
   if (!scalar.ok)
     return {
       ok: false,
@@ -276,10 +282,10 @@ export const expandTemplate = (template: UrlTemplate, args: Readonly<Record<stri
         if (!scalar.ok) return scalar
         if (scalar.text === undefined) {
           if (part.operator === "/") continue
-          return { ok: false, message: `argument /${variable.argument}: required by the URL` }
+          return { ok: false, message: `argument /${token(variable.argument)}: required by the URL` }
         }
         if (scalar.text === "" && !part.inQuery)
-          return { ok: false, message: `argument /${variable.argument}: must not be empty in the URL's path` }
+          return { ok: false, message: `argument /${token(variable.argument)}: must not be empty in the URL's path` }
         texts.push(encodeValue(scalar.text))
       }
       if (part.inQuery) query += texts.join(",")

@@ -177,6 +177,18 @@ describe("URL templates: hostile values", () => {
     expect(expandTemplate(tpl, {})).toMatchObject({ ok: false, message: "argument /id: required by the URL" })
   })
 
+  it("refusals in the query name the argument as a JSON Pointer and keep their reason", () => {
+    const tpl = template(`${origin}/s{?a%2Fb}`)
+    expect(expandTemplate(tpl, { "a/b": "\uDC00" })).toEqual({
+      ok: false,
+      message: "argument /a~1b: not well-formed Unicode"
+    })
+    expect(expandTemplate(tpl, { "a/b": { x: 1 } })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("argument /a~1b: ")
+    })
+  })
+
   it("a value whose URL would pass the 8 KiB limit is refused", () => {
     const result = expandTemplate(template(`${origin}/x/{id}`), { id: "é".repeat(maxUrlLength) })
     expect(result).toMatchObject({ ok: false, message: expect.stringContaining(`${maxUrlLength}`) })
