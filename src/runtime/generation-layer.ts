@@ -24,6 +24,8 @@ import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/b
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import type { PolicyWrites } from "../policy/writes.js"
+import type { SourceApplier } from "../sources/applier.js"
+import type { ConfigChanges } from "../sources/changes.js"
 import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
@@ -31,10 +33,12 @@ import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
 import type { StoreHealth } from "../store/health.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
+import type { ManagedSourceRepo } from "../store/managed-sources.js"
 import type { MembershipRepo } from "../store/memberships.js"
 import type { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
+import type { ProposalRepo } from "../store/source-proposals.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
 import type { GenerationRequests } from "./requests-in-flight.js"
@@ -71,6 +75,10 @@ export type BaseServices =
   | NotificationDeliveryRepo
   | Notifier
   | ArchiveDelivery
+  | ManagedSourceRepo
+  | ProposalRepo
+  | SourceApplier
+  | ConfigChanges
 
 /** What one generation provides to its routes. */
 export type GenerationServices =
