@@ -13,7 +13,7 @@ export interface DiffEntry {
 /** Diffs longer than this end with one entry saying how many more there were. */
 const MAX_ENTRIES = 500
 
-const escape = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1")
+const escapeKey = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1")
 
 /** Leaves by JSON Pointer; an OpenAPI document is one leaf, named by its SHA-256. */
 const flatten = (value: unknown, path: string, into: Map<string, unknown>) => {
@@ -21,9 +21,10 @@ const flatten = (value: unknown, path: string, into: Map<string, unknown>) => {
     into.set(path, `sha256:${createHash("sha256").update(JSON.stringify(value)).digest("hex")}`)
     return
   }
-  if (Array.isArray(value) && value.length > 0) value.forEach((item, index) => flatten(item, `${path}/${index}`, into))
-  else if (isRecord(value) && Object.keys(value).length > 0) {
-    for (const [key, item] of Object.entries(value)) flatten(item, `${path}/${escape(key)}`, into)
+  if (Array.isArray(value) && value.length > 0) {
+    for (const [index, item] of value.entries()) flatten(item, `${path}/${index}`, into)
+  } else if (isRecord(value) && Object.keys(value).length > 0) {
+    for (const [key, item] of Object.entries(value)) flatten(item, `${path}/${escapeKey(key)}`, into)
   } else into.set(path, value)
 }
 
