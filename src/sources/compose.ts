@@ -20,6 +20,12 @@ export interface SourceOverlay {
 // Rules over `backends` run on the composed backends as they do on the YAML's.
 const backendRules = allRules.filter((each) => each.needs.includes("backends"))
 
+/** What the rules over `backends` find in `backends` (the YAML's own rules, over managed backends too). */
+export const backendProblems = (loaded: LoadedConfig, backends: LoadedConfig["config"]["backends"]) =>
+  checkRules({ ...loaded.config, backends }, loaded.secrets, backendRules).map(
+    (each) => `${each.path}: ${each.message}`
+  )
+
 const httpEndpointOf = (source: ManagedSource): ReadonlyArray<HttpEndpoint> => {
   if (source.kind !== "http_tool" && source.kind !== "openapi_import") return []
   const { value } = source
@@ -61,12 +67,8 @@ export const composeSources = (loaded: LoadedConfig, overlay?: SourceOverlay) =>
     const sources = [...byId.values()].filter((each) => each.value.enabled)
     const backends = sources.flatMap((each) => (each.kind === "backend" ? [toBackendConfig(each.value)] : []))
     const config = { ...loaded.config, backends }
-    const problems = checkRules(config, loaded.secrets, backendRules)
-    if (problems.length > 0) {
-      return yield* new ComposeFailed({
-        message: problems.map((each) => `${each.path}: ${each.message}`).join("; ")
-      })
-    }
+    const problems = backendProblems(loaded, backends)
+    if (problems.length > 0) return yield* new ComposeFailed({ message: problems.join("; ") })
     return {
       ...loaded,
       config,
