@@ -58,6 +58,12 @@ export const composeSources = (loaded: LoadedConfig, overlay?: SourceOverlay) =>
     if (!stored.initialized && overlay === undefined) {
       return { ...loaded, sources: { managed: false, http: [], toolGroups: [] } } satisfies LoadedConfig
     }
+    // A configuration fresh from the file (start-up, SIGHUP) whose backends[] no longer apply: say so.
+    if (stored.initialized && loaded.sources === undefined && loaded.config.backends.length > 0) {
+      yield* Effect.logWarning(
+        "managed storage is initialized: the database supplies backends; the configuration file's backends[] are ignored"
+      ).pipe(Effect.annotateLogs({ ignored: loaded.config.backends.map((backend) => backend.id) }))
+    }
     const byId = new Map(stored.sources.map((each) => [each.source.id, each.source]))
     const change = overlay?.change
     if (change !== undefined) {
