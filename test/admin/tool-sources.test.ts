@@ -214,6 +214,25 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       })
       expect(tool.status).toBe(400)
       expect(problem(tool)).toContain("/tool")
+      // OpenAPI imports: up to 32 MiB on that route only; the document goes to the importer (refused
+      // whole in this build, naming the place), derived keys cannot be sent.
+      const document = {
+        openapi: "3.0.3",
+        info: { title: "t", version: "1" },
+        paths: {},
+        pad: "x".repeat(2 * 1024 * 1024)
+      }
+      const imported = yield* api.post("/api/v1/openapi-imports", { id: "petstore", source: { document } })
+      expect(imported.status).toBe(400)
+      expect(problem(imported)).toContain("source: document: OpenAPI imports are not available")
+      const derived = yield* api.post("/api/v1/openapi-imports", { id: "petstore", source: { document }, tools: [] })
+      expect(derived.status).toBe(400)
+      expect(problem(derived)).toContain("tools")
+      const tooBig = yield* api.post("/api/v1/openapi-imports", {
+        id: "p",
+        source: { document: "x".repeat(33 * 1024 * 1024) }
+      })
+      expect(tooBig.status).toBe(413)
       expect((yield* api.get("/api/v1/backends")).body).toMatchObject({ managed: false })
 
       // A backend a tool group uses cannot be deleted.
