@@ -1,5 +1,12 @@
 import { Command } from "@effect/cli"
 import { directoryCommand } from "./directory.js"
+import {
+  backendsCommand,
+  httpToolsCommand,
+  openApiImportsCommand,
+  proposalsCommand,
+  toolGroupsCommand
+} from "./sources.js"
 
 /**
  * `gateway admin <kind> <action>` (docs/management-api.md, "The `gateway admin` commands"): the
@@ -9,5 +16,12 @@ import { directoryCommand } from "./directory.js"
  */
 export const adminCommand = Command.make("admin").pipe(
   Command.withDescription("The Management API from the command line: gateway admin <kind> <action>"),
-  Command.withSubcommands([directoryCommand])
+  Command.withSubcommands([
+    directoryCommand,
+    backendsCommand,
+    httpToolsCommand,
+    openApiImportsCommand,
+    toolGroupsCommand,
+    proposalsCommand
+  ])
 )

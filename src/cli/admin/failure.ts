@@ -17,7 +17,9 @@ export const AdminExit = {
   /** It changed since it was read (412), or the change conflicts with the state (409). */
   conflict: 5,
   /** The API refused the request as given (400, 413, 415, 428). */
-  refused: 6
+  refused: 6,
+  /** Accepted for configuration review (202): printed, but nothing is in effect yet. */
+  pending: 7
 } as const
 
 /** A `gateway admin` command that did not do what was asked; `exitCode` is one of `AdminExit`. */

@@ -18,7 +18,7 @@ const REQUEST_TIMEOUT_MS = 30_000
 export const sessionOptions = { config: configOption, client: adminClientOption }
 
 export interface ApiRequest {
-  readonly method: "GET" | "POST" | "PUT"
+  readonly method: "GET" | "POST" | "PUT" | "DELETE"
   readonly path: string
   readonly ifMatch?: string
   readonly body?: Record<string, unknown>
