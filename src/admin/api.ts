@@ -1,6 +1,5 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { Context, Schema } from "effect"
-import type { Caller } from "../bearer/caller.js"
+import { Schema } from "effect"
 import { ConnectionDraftBody } from "../identity/providers/draft.js"
 import {
   IdentityProvidersBody,
@@ -8,7 +7,6 @@ import {
   ProbeRecord,
   TestRecord
 } from "../identity/providers/settings.js"
-import type { UserRow } from "../store/users.js"
 import { version } from "../version.js"
 import {
   BadRequest,
@@ -21,6 +19,7 @@ import {
   Unauthorized,
   UnsupportedMediaType
 } from "./errors.js"
+import { AdminAuth, AdminCaller } from "./middleware.js"
 import {
   DirectoryConnectionRecord,
   DirectoryRecord,
@@ -34,22 +33,9 @@ import {
   UserRecord,
   VersionResetBody
 } from "./schemas.js"
+import { BackendsApi, HttpToolsApi, OpenApiImportsApi, ToolGroupsApi, ToolSourcesApi } from "./sources-api.js"
 
-/** The administrator making a Management API request, from their verified token. */
-export class AdminCaller extends Context.Tag("gateway/AdminCaller")<
-  AdminCaller,
-  { readonly caller: Caller; readonly userId: string; readonly kind: UserRow["kind"] }
->() {}
-
-/**
- * Every Management API request needs a gateway-issued access token for the admin resource whose user
- * holds the administrative scope now (docs/management-api.md, "Authentication").
- */
-export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("AdminAuth", {
-  failure: Schema.Union(Unauthorized, Forbidden),
-  provides: AdminCaller,
-  security: { bearer: HttpApiSecurity.bearer }
-}) {}
+export { AdminAuth, AdminCaller }
 
 /**
  * `GET /api/v1/approvals/delivery` is for the `admin` and the `security_reviewer` roles: the same
@@ -244,11 +230,16 @@ export class ManagementApi extends HttpApi.make("management")
   .add(IdentityProvidersApi)
   .add(DirectoryApi)
   .add(ApprovalDeliveryApi)
+  .add(BackendsApi)
+  .add(HttpToolsApi)
+  .add(OpenApiImportsApi)
+  .add(ToolGroupsApi)
+  .add(ToolSourcesApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(
     OpenApi.Description,
-    "Identities, groups, permissions, identity connections and directory versions of the gateway (docs/management-api.md). Writes need If-Match."
+    "Identities, groups, permissions, identity connections, directory versions and tool sources of the gateway (docs/management-api.md). Writes need If-Match."
   ) {}
 
 /** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */

@@ -26,6 +26,7 @@ import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { adminResource } from "./resource.js"
+import { BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive } from "./sources.js"
 
 const originRefused = new HttpError({
   status: 403,
@@ -99,6 +100,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
       Layer.provide(IdentityProvidersLive),
       Layer.provide(DirectoryLive),
       Layer.provide(ApprovalDeliveryLive),
+      Layer.provide(Layer.mergeAll(BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive)),
       Layer.provide(Layer.merge(AdminAuthLive, DeliveryAuthLive)),
       Layer.provide(services)
     )

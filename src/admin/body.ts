@@ -28,16 +28,16 @@ const refuseNul = (key: string, value: unknown) => {
  * The body of a write as one JSON object: media type and size are checked before it is read (a larger
  * body is refused while reading), then it must parse. Answers 415, 413 or 400 naming the problem.
  */
-export const readJsonObject = (request: HttpServerRequest.HttpServerRequest) =>
+export const readJsonObject = (request: HttpServerRequest.HttpServerRequest, maxBytes: number = MAX_BODY_BYTES) =>
   Effect.gen(function* () {
     const type = (request.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase()
     if (type !== "application/json") {
       return yield* apiError(415, "unsupported_media_type", "Send the body as Content-Type: application/json.")
     }
     const declared = Number(request.headers["content-length"] ?? 0)
-    const tooLarge = apiError(413, "payload_too_large", `The body is larger than ${MAX_BODY_BYTES} bytes.`)
-    if (declared > MAX_BODY_BYTES) return yield* tooLarge
-    const text = yield* bodyText(MAX_BODY_BYTES).pipe(
+    const tooLarge = apiError(413, "payload_too_large", `The body is larger than ${maxBytes} bytes.`)
+    if (declared > maxBytes) return yield* tooLarge
+    const text = yield* bodyText(maxBytes).pipe(
       Effect.provideService(HttpServerRequest.HttpServerRequest, request),
       Effect.either
     )

@@ -44,6 +44,10 @@ export const errorCodes = [
   "precondition_failed",
   "precondition_required",
   "managed_in_configuration",
+  "id_taken",
+  "in_use",
+  "dependency_changed",
+  "not_applied",
   // Directory snapshots (PUT /sso/directory)
   "stale_version",
   "invalid_snapshot",

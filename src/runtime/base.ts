@@ -14,6 +14,8 @@ import { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
+import { SourceApplierLive } from "../sources/applier.js"
+import { ConfigChangesLive } from "../sources/changes-live.js"
 import { ApprovalEventRepo } from "../store/approval-events.js"
 import { ApprovalRepo } from "../store/approvals.js"
 import { ArchiveRepo } from "../store/archive-entries.js"
@@ -23,10 +25,12 @@ import { GroupRepo } from "../store/groups.js"
 import { StoreHealth } from "../store/health.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
 import { StoreLive } from "../store/live.js"
+import { ManagedSourceRepo } from "../store/managed-sources.js"
 import { MembershipRepo } from "../store/memberships.js"
 import { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SigningKeyRepo } from "../store/signing-keys.js"
+import { ProposalRepo } from "../store/source-proposals.js"
 
 /** The repositories of the access policy: groups, memberships, directory versions, the audit trail and the version counter. */
 export const policyRepositories = Layer.mergeAll(
@@ -67,9 +71,16 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     Layer.provideMerge(Archive.Default),
     Layer.provide(Layer.merge(ArchiveRepo.Default, archiveSettingsLayer(config)))
   )
+  // Managed tool sources (docs/tool-sources.md): their store, the one path that applies a change (the
+  // Generations service attaches itself), and the proposals under review.
+  const sources = ConfigChangesLive.pipe(
+    Layer.provideMerge(SourceApplierLive),
+    Layer.provideMerge(Layer.merge(ManagedSourceRepo.Default, ProposalRepo.Default))
+  )
   // Memory held for backend answers is counted once per process, across generations.
   return Layer.mergeAll(
     connections,
+    sources,
     DirectorySnapshots.Default,
     archive.pipe(Layer.provideMerge(approvals)),
     AnswerBudgetTag.Live

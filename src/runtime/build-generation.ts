@@ -10,6 +10,7 @@ import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
 import { McpPost } from "../mcp/edge/post.js"
 import { mcpRoutes } from "../mcp/edge/route.js"
 import { Backends } from "../mcp/upstream/backends.js"
+import { composeSources, type SourceOverlay } from "../sources/compose.js"
 import {
   type BaseServices,
   type GenerationOverrides,
@@ -44,13 +45,17 @@ const defaultMaxBody = Option.some(FileSystem.Size(1024 * 1024))
 
 export const buildGeneration = (
   id: number,
-  loaded: LoadedConfig,
+  given: LoadedConfig,
   base: Context.Context<BaseServices>,
   extraRoutes?: ExtraRoutes,
   previous?: ReadonlyMap<string, BackendCatalog>,
-  overrides?: GenerationOverrides
+  overrides?: GenerationOverrides,
+  overlay?: SourceOverlay
 ): Effect.Effect<Generation, unknown> =>
   Effect.gen(function* () {
+    // Every generation — the first, a SIGHUP's, an applied change's — is the YAML it was given plus the
+    // database's managed tool sources (docs/tool-sources.md).
+    const loaded = yield* composeSources(given, overlay).pipe(Effect.provide(base))
     const scope = yield* Scope.make()
     const requests = new RequestsInFlight()
     const built = yield* Effect.gen(function* () {

@@ -25,8 +25,10 @@ import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import { GatewayToolRules } from "../policy/tool.js"
 import type { PolicyWrites } from "../policy/writes.js"
-import type { HttpTools } from "../sources/http/service.js"
+import type { SourceApplier } from "../sources/applier.js"
+import type { ConfigChanges } from "../sources/changes.js"
 import { HttpToolsLive } from "../sources/http/live.js"
+import type { HttpTools } from "../sources/http/service.js"
 import type { ApprovalEventRepo } from "../store/approval-events.js"
 import type { ApprovalRepo } from "../store/approvals.js"
 import type { AuditEventRepo } from "../store/audit-events.js"
@@ -34,10 +36,12 @@ import type { DirectoryRepo } from "../store/directory.js"
 import type { GroupRepo } from "../store/groups.js"
 import type { StoreHealth } from "../store/health.js"
 import type { IdentityProviderRepo } from "../store/identity-providers.js"
+import type { ManagedSourceRepo } from "../store/managed-sources.js"
 import type { MembershipRepo } from "../store/memberships.js"
 import type { NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import type { PolicyVersionRepo } from "../store/policy-version.js"
 import type { SigningKeyRepo } from "../store/signing-keys.js"
+import type { ProposalRepo } from "../store/source-proposals.js"
 import type { Store } from "../store/store.js"
 import { type Readiness, ReadinessLive } from "./readiness.js"
 import type { GenerationRequests } from "./requests-in-flight.js"
@@ -74,6 +78,10 @@ export type BaseServices =
   | NotificationDeliveryRepo
   | Notifier
   | ArchiveDelivery
+  | ManagedSourceRepo
+  | ProposalRepo
+  | SourceApplier
+  | ConfigChanges
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -1,6 +1,8 @@
-import type { Context } from "effect"
-import { Duration, Effect, FiberSet, type Scope } from "effect"
+import { Context, Duration, Effect, FiberSet, type Scope } from "effect"
 import type { LoadedConfig } from "../config/service.js"
+import { SourceApplier } from "../sources/applier.js"
+import { recoverProposals } from "../sources/changes-live.js"
+import type { SourceOverlay } from "../sources/compose.js"
 import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./build-generation.js"
 import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
 
@@ -20,12 +22,22 @@ import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
  */
 export interface Generations {
   readonly current: () => Generation
-  /** Reloads are serialized; the candidate when it serves, a failure (old one serving) otherwise. */
-  readonly reload: (loaded: LoadedConfig) => Effect.Effect<Generation, unknown>
+  /**
+   * Reloads are serialized; the candidate when it serves, a failure (old one serving) otherwise. With a
+   * `step`, the candidate is composed with its overlay and `commit` runs after the build and before the
+   * activation: a failed commit closes the candidate, and the old one keeps serving.
+   */
+  readonly reload: (loaded: LoadedConfig, step?: CommitStep) => Effect.Effect<Generation, unknown>
   /** How many requests were still running and got cancelled. */
   readonly shutdown: (drain: Duration.DurationInput, skip?: Effect.Effect<unknown>) => Effect.Effect<number>
   /** Requests in flight across every live generation. */
   readonly inFlight: () => number
+}
+
+/** A change to managed tool sources, applied by a reload (src/sources/applier.ts). */
+export interface CommitStep {
+  readonly overlay: SourceOverlay
+  readonly commit: Effect.Effect<void, unknown>
 }
 
 export interface GenerationsOptions {
@@ -39,6 +51,8 @@ export interface GenerationsOptions {
 
 export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<Generations, unknown, Scope.Scope> =>
   Effect.gen(function* () {
+    // Proposals left from before this start: unreviewed ones invalidated, interrupted ones `unknown`.
+    yield* Effect.provide(recoverProposals, options.base)
     const first = yield* buildGeneration(
       1,
       options.first,
@@ -62,7 +76,7 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
 
     const retire = (old: Generation) => waitIdle(old, old.loaded.config.drain_timeout).pipe(Effect.zipRight(close(old)))
 
-    const reload = (loaded: LoadedConfig) =>
+    const reload = (loaded: LoadedConfig, step?: CommitStep) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
           const id = state.next++
@@ -72,8 +86,12 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
             options.base,
             options.extraRoutes,
             state.current.catalogs(),
-            options.overrides
+            options.overrides,
+            step?.overlay
           )
+          if (step !== undefined) {
+            yield* step.commit.pipe(Effect.tapErrorCause(() => closeGeneration(candidate)))
+          }
           const old = state.current
           state.current = candidate
           live.add(candidate)
@@ -95,6 +113,12 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
         const counts = yield* Effect.forEach([...live], close, { concurrency: "unbounded" })
         return counts.reduce((sum, count) => sum + count, 0)
       })
+
+    // Changes to managed tool sources reload through this service too (src/sources/applier.ts).
+    Context.get(options.base, SourceApplier).attach({
+      reload: (overlay, commit) => reload(state.current.loaded, { overlay, commit }),
+      serving: () => state.current.loaded
+    })
 
     return { current: () => state.current, reload, shutdown, inFlight }
   })

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import type { SourceKind } from "../sources/schema.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
 export const AuditEventRow = Schema.Struct({
@@ -20,7 +21,7 @@ export interface NewAuditEvent {
   readonly at: Date
   readonly actorId: string | undefined
   readonly action: string
-  readonly targetKind: "user" | "group" | "identity_providers" | "directory"
+  readonly targetKind: "user" | "group" | "identity_providers" | "directory" | SourceKind | "source_proposal"
   readonly targetId: string
   readonly detail: Record<string, unknown>
   readonly requestId: string | undefined

@@ -21,8 +21,12 @@ describe("the Management API's OpenAPI document", () => {
     const paths = Object.keys(committed.paths).sort()
     expect(paths).toEqual([
       "/api/v1/approvals/delivery",
+      "/api/v1/backends",
+      "/api/v1/backends/{id}",
       "/api/v1/directory",
       "/api/v1/directory/{connection}/reset-version",
+      "/api/v1/http-tools",
+      "/api/v1/http-tools/{id}",
       "/api/v1/identities",
       "/api/v1/identities/groups",
       "/api/v1/identities/groups/{id}",
@@ -31,7 +35,14 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/identity-providers",
       "/api/v1/identity-providers/probe",
       "/api/v1/identity-providers/test",
-      "/api/v1/identity-providers/tests/{id}"
+      "/api/v1/identity-providers/tests/{id}",
+      "/api/v1/openapi-imports",
+      "/api/v1/openapi-imports/{id}",
+      "/api/v1/proposals",
+      "/api/v1/proposals/{id}",
+      "/api/v1/tool-groups",
+      "/api/v1/tool-groups/{id}",
+      "/api/v1/tool-sources/initialize"
     ])
     const update = committed.paths["/api/v1/identities/{id}"].put
     expect(update.security).toEqual([{ bearer: [] }])
@@ -47,6 +58,22 @@ describe("the Management API's OpenAPI document", () => {
       "415",
       "428"
     ])
+  })
+
+  it("documents the tool sources' answers: 201 or 202 on create, 204 on delete, If-Match statuses", () => {
+    const backends = committed.paths["/api/v1/backends"]
+    expect(Object.keys(backends.post.responses).sort()).toEqual([
+      "201",
+      "202",
+      "400",
+      "401",
+      "403",
+      "409",
+      "413",
+      "415"
+    ])
+    const one = committed.paths["/api/v1/backends/{id}"]
+    expect(Object.keys(one.delete.responses).sort()).toEqual(["204", "400", "401", "403", "404", "409", "412", "428"])
   })
 
   it.scoped("is served by the admin listener", () =>

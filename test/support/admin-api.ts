@@ -50,7 +50,8 @@ export const managementApi = (gateway: OAuthGateway, token?: string) => {
   return {
     get: (path: string, headers?: Record<string, string>) => send("GET", path, undefined, headers),
     post: (path: string, body: unknown, headers?: Record<string, string>) => send("POST", path, body, headers),
-    put: (path: string, body: unknown, headers?: Record<string, string>) => send("PUT", path, body, headers)
+    put: (path: string, body: unknown, headers?: Record<string, string>) => send("PUT", path, body, headers),
+    send
   }
 }
 

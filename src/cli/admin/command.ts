@@ -1,6 +1,12 @@
 import { Command } from "@effect/cli"
 import { directoryCommand } from "./directory.js"
-import { sourceCommands } from "./sources.js"
+import {
+  backendsCommand,
+  httpToolsCommand,
+  openApiImportsCommand,
+  proposalsCommand,
+  toolGroupsCommand
+} from "./sources.js"
 
 /**
  * `gateway admin <kind> <action>` (docs/management-api.md, "The `gateway admin` commands"): the
@@ -10,5 +16,12 @@ import { sourceCommands } from "./sources.js"
  */
 export const adminCommand = Command.make("admin").pipe(
   Command.withDescription("The Management API from the command line: gateway admin <kind> <action>"),
-  Command.withSubcommands([directoryCommand, ...sourceCommands])
+  Command.withSubcommands([
+    directoryCommand,
+    backendsCommand,
+    httpToolsCommand,
+    openApiImportsCommand,
+    toolGroupsCommand,
+    proposalsCommand
+  ])
 )

@@ -18,7 +18,7 @@ export const AdminExit = {
   conflict: 5,
   /** The API refused the request as given (400, 413, 415, 428). */
   refused: 6,
-  /** A create or update was accepted for review (202): nothing is applied until a security reviewer approves. */
+  /** Accepted for configuration review (202): printed, but nothing is in effect yet. */
   pending: 7
 } as const
 

@@ -82,13 +82,6 @@ export const adminSession = (options: { readonly config: string; readonly client
             exitCode: AdminExit.failed
           })
         }
-        if (answer.status === 202 && (body as { pending_approval?: unknown }).pending_approval === true) {
-          printJson(body)
-          return yield* new AdminCommandFailed({
-            message: "accepted for review: nothing is applied until a security reviewer approves it",
-            exitCode: AdminExit.pending
-          })
-        }
         if (answer.status >= 200 && answer.status < 300) return body
         printJson(body)
         const error = body as { error?: unknown; error_description?: unknown }

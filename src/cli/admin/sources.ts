@@ -1,61 +1,63 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { AdminCommandFailed, AdminExit } from "./failure.js"
 import { adminSession, jsonBody, jsonOption, printJson, sessionOptions, usage } from "./session.js"
 
-/**
- * `gateway admin <kind> list|show|create|update|delete` for the four kinds of managed tool sources, and
- * `gateway admin proposals list|show` (docs/tool-sources.md, "From the command line"): the Management
- * API's `/api/v1/<path>` routes, JSON in and out. A create or update that waits for a security reviewer
- * prints the API's 202 answer (`approval_id`, `approval_url`) and exits 7 (src/cli/admin/failure.ts): nothing
- * was applied yet.
- */
-
-/** An id as the API takes it in a path: the endpoint id rule, checked before anything is sent. */
+/** An id as the Management API takes it in a path (docs/tool-sources.md): checked before anything is sent. */
 const ID = /^[a-z0-9][a-z0-9_-]{0,62}$/
-/** A revision as If-Match takes it: what `show` printed as `revision`. */
 const REVISION = /^(0|[1-9][0-9]{0,15})$/
 
-const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("The record's id"))
+const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("The tool source's id"))
 const ifMatchOption = Options.text("if-match").pipe(
-  Options.withDescription("The revision read, as `show` prints it: the change applies only to that revision")
+  Options.withDescription("The revision it has now, as list or show print it")
 )
 
-const checkedId = (id: string) =>
-  ID.test(id)
-    ? Effect.succeed(id)
-    : usage(`id: expected a lowercase id of letters, digits, _ and -, got ${JSON.stringify(id)}`)
+const checkedId = (id: string) => (ID.test(id) ? Effect.succeed(id) : usage(`${id}: not a tool source id`))
 const checkedRevision = (revision: string) =>
   REVISION.test(revision) ? Effect.succeed(revision) : usage("--if-match: expected the revision read, e.g. 3")
-const requiredBody = (json: Option.Option<string>) =>
-  Effect.flatMap(jsonBody(json), (body) =>
-    body === undefined
-      ? usage("--json: the definition is required (a JSON object, or - for standard input)")
-      : Effect.succeed(body)
-  )
 
-/** The five commands of one kind, over `/api/v1/<path>`. */
-const kindCommand = (name: string, path: string, what: string) => {
-  const base = `/api/v1/${path}`
+/** A write's answer: the record, or a proposal waiting for review (its own exit code: not yet in effect). */
+const printWritten = (answer: unknown) =>
+  Effect.gen(function* () {
+    printJson(answer)
+    if (typeof answer === "object" && answer !== null && "pending_approval" in answer) {
+      return yield* new AdminCommandFailed({
+        message: "the change waits for a security reviewer: nothing is in effect yet",
+        exitCode: AdminExit.pending
+      })
+    }
+  })
+
+/**
+ * `gateway admin <kind> list|show|create|update|delete` for one kind of tool source (docs/management-api.md,
+ * "The `gateway admin` commands"): JSON in (`--json`, or `-` for standard input) and out, `--if-match` on
+ * update and delete.
+ */
+const sourceCommand = (name: string, path: string, one: string) => {
   const list = Command.make("list", sessionOptions, (options) =>
     Effect.gen(function* () {
       const api = yield* adminSession(options)
-      printJson(yield* api.call({ method: "GET", path: base }))
+      printJson(yield* api.call({ method: "GET", path }))
     })
-  ).pipe(Command.withDescription(`Every ${what} (GET ${base})`))
+  ).pipe(Command.withDescription(`Every ${one} (GET /api/v1/${name})`))
+
   const show = Command.make("show", { ...sessionOptions, id: idArg }, (options) =>
     Effect.gen(function* () {
       const id = yield* checkedId(options.id)
       const api = yield* adminSession(options)
-      printJson(yield* api.call({ method: "GET", path: `${base}/${id}` }))
+      printJson(yield* api.call({ method: "GET", path: `${path}/${id}` }))
     })
-  ).pipe(Command.withDescription(`One ${what}, secrets shown as configured or not (GET ${base}/{id})`))
+  ).pipe(Command.withDescription(`One ${one}`))
+
   const create = Command.make("create", { ...sessionOptions, json: jsonOption }, (options) =>
     Effect.gen(function* () {
-      const body = yield* requiredBody(options.json)
+      const body = yield* jsonBody(options.json)
+      if (body === undefined) return yield* usage("--json: give the definition")
       const api = yield* adminSession(options)
-      printJson(yield* api.call({ method: "POST", path: base, body }))
+      yield* printWritten(yield* api.call({ method: "POST", path, body }))
     })
-  ).pipe(Command.withDescription(`Creates a ${what} from --json (POST ${base}); exit 7 when it waits for review`))
+  ).pipe(Command.withDescription(`Create a ${one} from --json (exit 7: it waits for review)`))
+
   const update = Command.make(
     "update",
     { ...sessionOptions, id: idArg, ifMatch: ifMatchOption, json: jsonOption },
@@ -63,40 +65,45 @@ const kindCommand = (name: string, path: string, what: string) => {
       Effect.gen(function* () {
         const id = yield* checkedId(options.id)
         const ifMatch = yield* checkedRevision(options.ifMatch)
-        const body = yield* requiredBody(options.json)
+        const body = yield* jsonBody(options.json)
+        if (body === undefined) return yield* usage("--json: give the whole definition")
         const api = yield* adminSession(options)
-        printJson(yield* api.call({ method: "PUT", path: `${base}/${id}`, ifMatch, body }))
+        yield* printWritten(yield* api.call({ method: "PUT", path: `${path}/${id}`, ifMatch, body }))
       })
-  ).pipe(Command.withDescription(`Replaces a ${what}'s definition (PUT ${base}/{id}); exit 7 when it waits for review`))
+  ).pipe(Command.withDescription(`Replace a ${one} (--if-match: the revision read; exit 7: it waits for review)`))
+
   const remove = Command.make("delete", { ...sessionOptions, id: idArg, ifMatch: ifMatchOption }, (options) =>
     Effect.gen(function* () {
       const id = yield* checkedId(options.id)
       const ifMatch = yield* checkedRevision(options.ifMatch)
       const api = yield* adminSession(options)
-      printJson(yield* api.call({ method: "DELETE", path: `${base}/${id}`, ifMatch }))
+      yield* api.call({ method: "DELETE", path: `${path}/${id}`, ifMatch })
+      printJson({ deleted: id })
     })
-  ).pipe(Command.withDescription(`Deletes a ${what} at once (DELETE ${base}/{id})`))
+  ).pipe(Command.withDescription(`Delete a ${one} (--if-match: the revision read)`))
+
   return Command.make(name).pipe(
-    Command.withDescription(`Managed ${what}s: list, show, create, update, delete`),
+    Command.withDescription(`Tool sources: ${one}s`),
     Command.withSubcommands([list, show, create, update, remove])
   )
 }
 
-/** A proposal id as the API hands it out. */
-const PROPOSAL = /^[A-Za-z0-9_-]{1,64}$/
+export const backendsCommand = sourceCommand("backends", "/api/v1/backends", "backend")
+export const httpToolsCommand = sourceCommand("http-tools", "/api/v1/http-tools", "HTTP tool")
+export const openApiImportsCommand = sourceCommand("openapi-imports", "/api/v1/openapi-imports", "OpenAPI import")
+export const toolGroupsCommand = sourceCommand("tool-groups", "/api/v1/tool-groups", "tool group")
+
 const STATES = ["pending_approval", "applying", "applied", "rejected", "failed", "invalidated", "unknown"] as const
 
-const proposalsCommand = Command.make("proposals").pipe(
-  Command.withDescription("Configuration changes waiting for, or decided by, a security reviewer"),
+/** `gateway admin proposals list [--state <state>]|show <id>`: configuration changes under review. */
+export const proposalsCommand = Command.make("proposals").pipe(
+  Command.withDescription("Configuration changes under review and decided"),
   Command.withSubcommands([
     Command.make(
       "list",
       {
         ...sessionOptions,
-        state: Options.choice("state", STATES).pipe(
-          Options.withDescription("Only proposals in this state"),
-          Options.optional
-        )
+        state: Options.choice("state", STATES).pipe(Options.withDescription("Only this state"), Options.optional)
       },
       (options) =>
         Effect.gen(function* () {
@@ -104,21 +111,16 @@ const proposalsCommand = Command.make("proposals").pipe(
           const query = Option.match(options.state, { onNone: () => "", onSome: (state) => `?state=${state}` })
           printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals${query}` }))
         })
-    ).pipe(Command.withDescription("Proposals, newest first (GET /api/v1/proposals)")),
-    Command.make("show", { ...sessionOptions, id: Args.text({ name: "id" }) }, (options) =>
-      Effect.gen(function* () {
-        if (!PROPOSAL.test(options.id)) return yield* usage("id: expected a proposal id as `proposals list` prints it")
-        const api = yield* adminSession(options)
-        printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals/${options.id}` }))
-      })
-    ).pipe(Command.withDescription("One proposal with its diff, secrets masked (GET /api/v1/proposals/{id})"))
+    ).pipe(Command.withDescription("Proposals, newest first")),
+    Command.make(
+      "show",
+      { ...sessionOptions, id: Args.text({ name: "id" }).pipe(Args.withDescription("The proposal's id")) },
+      (options) =>
+        Effect.gen(function* () {
+          if (!/^[0-9a-f-]{36}$/.test(options.id)) return yield* usage(`${options.id}: not a proposal id`)
+          const api = yield* adminSession(options)
+          printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals/${options.id}` }))
+        })
+    ).pipe(Command.withDescription("One proposal and its diff against what is active, secrets masked"))
   ])
 )
-
-export const sourceCommands = [
-  kindCommand("backends", "backends", "backend"),
-  kindCommand("http-tools", "http-tools", "HTTP tool"),
-  kindCommand("openapi-imports", "openapi-imports", "OpenAPI import"),
-  kindCommand("tool-groups", "tool-groups", "tool group"),
-  proposalsCommand
-] as const
