@@ -207,24 +207,23 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       })
       expect(missing.status).toBe(400)
       expect(problem(missing)).toContain('/members/0/endpoint: no backend, HTTP tool or OpenAPI import "nowhere"')
-      // HTTP tools pass the save-time checks of src/sources/http/check.ts (refused whole in this build).
+      // HTTP tools pass the save-time checks of src/sources/http/check.ts: no expression before the path.
       const tool = yield* api.post("/api/v1/http-tools", {
         id: "weather",
-        tool: { name: "forecast", method: "GET", url: "https://api.example.com/forecast/{city}" }
+        tool: { name: "forecast", method: "GET", url: "https://{host}/forecast/{city}" }
       })
       expect(tool.status).toBe(400)
-      expect(problem(tool)).toContain("/tool")
-      // OpenAPI imports: up to 32 MiB on that route only; the document goes to the importer (refused
-      // whole in this build, naming the place), derived keys cannot be sent.
+      expect(problem(tool)).toContain("/tool/url")
+      // OpenAPI imports: up to 32 MiB on that route only; the document goes to the importer, whose
+      // refusal names the place at fault; derived keys cannot be sent.
       const document = {
         openapi: "3.0.3",
-        info: { title: "t", version: "1" },
-        paths: {},
-        pad: "x".repeat(2 * 1024 * 1024)
+        info: { title: "t", description: "x".repeat(2 * 1024 * 1024), version: "1" },
+        paths: { "/pets": { get: { responses: "none" } } }
       }
       const imported = yield* api.post("/api/v1/openapi-imports", { id: "petstore", source: { document } })
       expect(imported.status).toBe(400)
-      expect(problem(imported)).toContain("source: document: OpenAPI imports are not available")
+      expect(problem(imported)).toContain("/paths/~1pets/get/responses")
       const derived = yield* api.post("/api/v1/openapi-imports", { id: "petstore", source: { document }, tools: [] })
       expect(derived.status).toBe(400)
       expect(problem(derived)).toContain("tools")
