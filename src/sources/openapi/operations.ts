@@ -396,8 +396,8 @@ export const mapOperations = (input: {
           }
           if (error instanceof SchemaTooLarge) {
             return yield* new OpenApiInvalid({
-              pointer: error.pointer,
-              message: "the operation's input schema is too large once its references are copied in"
+              pointer: operationPointer,
+              message: `the operation's input schema is too large once its references are copied in (past ${error.pointer})`
             })
           }
           if (error instanceof OpenApiInvalid) return yield* error

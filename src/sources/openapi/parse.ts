@@ -63,7 +63,7 @@ const IDLE_MS = 30_000
 /**
  * The parser's worker: started at the first import, reused by the next ones while it lives (the parser
  * stays loaded and compiled code warm), ended after `IDLE_MS` without work, after a job that failed
- * from outside (error, timeout, interruption), and never keeping the process alive (`unref`).
+ * from outside (error, timeout, interruption). Idle, it does not keep the process alive (`unref`).
  */
 let current: { readonly worker: Worker; idle: NodeJS.Timeout | undefined } | undefined
 
@@ -105,12 +105,15 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
       if (job.idle !== undefined) clearTimeout(job.idle)
       job.idle = undefined
       const { worker } = job
+      // Held while it works (an import must not be cut off by the process having nothing else to do).
+      worker.ref()
       const document: Record<string, unknown> = {}
       const finish = (outcome: Effect.Effect<ParsedDocument, OpenApiInvalid>, keep: boolean) => {
         worker.off("message", onMessage)
         worker.off("error", onError)
         worker.off("exit", onExit)
         if (keep && current === job) {
+          worker.unref()
           job.idle = setTimeout(() => endWorker(job), IDLE_MS)
           job.idle.unref()
         } else endWorker(job)

@@ -134,6 +134,32 @@ describe("invalid documents", () => {
     expect(refusal.message).toMatch(/nested deeper than 256 levels/)
   })
 
+  it("refuses an operation whose input schema grows past 20,000 nodes once its references are copied in", async () => {
+    const schemas: Record<string, unknown> = {}
+    for (let at = 0; at < 200; at++) {
+      const properties: Record<string, unknown> = { next: { $ref: `#/components/schemas/C${(at + 1) % 200}` } }
+      for (let field = 0; field < 100; field++) properties[`f${field}`] = { type: "string" }
+      schemas[`C${at}`] = { type: "object", properties }
+    }
+    const document = document30(
+      {
+        "/things": {
+          post: {
+            operationId: "addThing",
+            requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/C0" } } } },
+            responses: ok
+          }
+        }
+      },
+      { components: { schemas } }
+    )
+    const refusal = await refused({ source: { document } })
+    expect(refusal.pointer).toBe("/paths/~1things/post")
+    expect(refusal.message).toMatch(
+      /^the operation's input schema is too large once its references are copied in \(past \/components\/schemas\/C\d+/
+    )
+  })
+
   it("refuses a relative server URL when there is no URL to resolve it against, and takes server_url instead", async () => {
     const document = { ...document30({ "/pets": get() }), servers: [{ url: "/api/v3" }] }
     const refusal = await refused({ source: { document } })
