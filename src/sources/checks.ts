@@ -1,7 +1,8 @@
+import { Redacted } from "effect"
 import type { LoadedConfig } from "../config/service.js"
 import { backendProblems } from "./compose.js"
 import { kindNames, type ManagedSource, toBackendConfig } from "./definitions.js"
-import { checkHttpTool } from "./http/check.js"
+import { checkEndpointHeaders, checkHttpTool } from "./http/check.js"
 import type { HttpToolSpec } from "./schema.js"
 
 /**
@@ -17,13 +18,19 @@ export const writeProblems = (
 ): ReadonlyArray<string> => {
   switch (source.kind) {
     case "http_tool":
-      return checkHttpTool(source.value, source.value.tool).map(
-        (problem) => `/tool${problem.pointer}: ${problem.message}`
-      )
+      return [
+        ...headerProblems(source.value.headers),
+        ...checkHttpTool(source.value, source.value.tool).map(
+          (problem) => `/tool${problem.pointer}: ${problem.message}`
+        )
+      ]
     case "openapi_import":
-      return source.value.tools.flatMap((tool, index) =>
-        checkHttpTool(source.value, tool).map((problem) => `/tools/${index}${problem.pointer}: ${problem.message}`)
-      )
+      return [
+        ...headerProblems(source.value.headers),
+        ...source.value.tools.flatMap((tool, index) =>
+          checkHttpTool(source.value, tool).map((problem) => `/tools/${index}${problem.pointer}: ${problem.message}`)
+        )
+      ]
     case "backend": {
       const backends = after.flatMap((each) =>
         each.kind === "backend" && each.value.enabled ? [toBackendConfig(each.value)] : []
@@ -34,6 +41,12 @@ export const writeProblems = (
       return memberProblems(source, after)
   }
 }
+
+/** An HTTP endpoint's fixed headers: names and values a request can carry, no framing header (never echoing a value). */
+const headerProblems = (headers: Readonly<Record<string, Redacted.Redacted<string>>>) =>
+  checkEndpointHeaders(
+    Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Redacted.value(value)]))
+  ).map((problem) => `${problem.pointer}: ${problem.message}`)
 
 const matches = (pattern: string, name: string) =>
   pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : pattern === name

@@ -214,6 +214,16 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       })
       expect(tool.status).toBe(400)
       expect(problem(tool)).toContain("/tool/url")
+      // …and the endpoint's fixed headers: no framing header, no CR/LF in a value (never echoed).
+      const framing = yield* api.post("/api/v1/http-tools", {
+        id: "weather",
+        headers: { "Content-Length": "1", "X-Key": "split\r\nInjected: yes" },
+        tool: { name: "forecast", method: "GET", url: "https://api.example.com/forecast/{city}" }
+      })
+      expect(framing.status).toBe(400)
+      expect(problem(framing)).toContain("/headers/Content-Length: content-length is set by the gateway")
+      expect(problem(framing)).toContain("/headers/X-Key: the value must be printable ASCII")
+      expect(JSON.stringify(framing.body)).not.toContain("Injected")
       // OpenAPI imports: up to 32 MiB on that route only; the document goes to the importer, whose
       // refusal names the place at fault; derived keys cannot be sent.
       const document = {
