@@ -1,6 +1,7 @@
 import type { Context } from "effect"
 import { Duration, Effect, FiberSet, type Scope } from "effect"
 import type { LoadedConfig } from "../config/service.js"
+import { metrics } from "../observability/metrics.js"
 import { buildGeneration, closeGeneration, type ExtraRoutes, type Generation, waitIdle } from "./build-generation.js"
 import type { BaseServices, GenerationOverrides } from "./generation-layer.js"
 
@@ -26,6 +27,8 @@ export interface Generations {
   readonly shutdown: (drain: Duration.DurationInput, skip?: Effect.Effect<unknown>) => Effect.Effect<number>
   /** Requests in flight across every live generation. */
   readonly inFlight: () => number
+  /** Generations replaced and still draining. */
+  readonly draining: () => number
 }
 
 export interface GenerationsOptions {
@@ -81,7 +84,12 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
           yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
           yield* FiberSet.run(retiring, retire(old))
           return candidate
-        })
+        }).pipe(
+          Effect.tapBoth({
+            onFailure: () => Effect.sync(() => metrics.reload("build_failed")),
+            onSuccess: () => Effect.sync(() => metrics.reload("applied"))
+          })
+        )
       )
 
     const inFlight = () => [...live].reduce((sum, generation) => sum + generation.requests.size, 0)
@@ -96,5 +104,5 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
         return counts.reduce((sum, count) => sum + count, 0)
       })
 
-    return { current: () => state.current, reload, shutdown, inFlight }
+    return { current: () => state.current, reload, shutdown, inFlight, draining: () => live.size - 1 }
   })
