@@ -5,12 +5,12 @@ import { spawn } from "node:child_process"
  * check metrics` over the whole exposition (Debian's `prometheus` package; scripts/test-prerequisites.mjs).
  */
 
-const unescape = (value: string) => value.replace(/\\(.)/g, (_, char: string) => (char === "n" ? "\n" : char))
+const unescapeLabel = (value: string) => value.replace(/\\(.)/g, (_, char: string) => (char === "n" ? "\n" : char))
 
 const parseLabels = (text: string): Record<string, string> => {
   const labels: Record<string, string> = {}
   for (const match of text.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-    labels[match[1]!] = unescape(match[2]!)
+    labels[match[1]!] = unescapeLabel(match[2]!)
   }
   return labels
 }
