@@ -26,6 +26,7 @@ import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { adminResource } from "./resource.js"
+import { generationIdLayer, StatusLive } from "./status.js"
 
 const originRefused = new HttpError({
   status: 403,
@@ -90,7 +91,11 @@ const challenged = HttpMiddleware.make((app) =>
  * (request id, access log, the one error body, `request_timeout`, generation-bound cancellation).
  * Built on the first admin request, in the generation's scope.
  */
-export const makeAdminHandler = (context: Context.Context<GenerationServices>, requests: RequestsInFlight) =>
+export const makeAdminHandler = (
+  context: Context.Context<GenerationServices>,
+  requests: RequestsInFlight,
+  generationId: number
+) =>
   Effect.gen(function* () {
     const { config } = Context.get(context, Config)
     const services = Layer.succeedContext(context)
@@ -99,6 +104,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
       Layer.provide(IdentityProvidersLive),
       Layer.provide(DirectoryLive),
       Layer.provide(ApprovalDeliveryLive),
+      Layer.provide(StatusLive.pipe(Layer.provide(generationIdLayer(generationId)))),
       Layer.provide(Layer.merge(AdminAuthLive, DeliveryAuthLive)),
       Layer.provide(services)
     )

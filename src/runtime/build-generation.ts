@@ -100,7 +100,7 @@ export const buildGeneration = (
     const admin = () => {
       adminHandler ??= Runtime.runPromise(runtime)(
         Effect.promise(() => import("../admin/app.js")).pipe(
-          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, requests)),
+          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, requests, id)),
           Scope.extend(scope)
         )
       )

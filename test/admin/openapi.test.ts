@@ -31,7 +31,8 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/identity-providers",
       "/api/v1/identity-providers/probe",
       "/api/v1/identity-providers/test",
-      "/api/v1/identity-providers/tests/{id}"
+      "/api/v1/identity-providers/tests/{id}",
+      "/api/v1/status"
     ])
     const update = committed.paths["/api/v1/identities/{id}"].put
     expect(update.security).toEqual([{ bearer: [] }])
