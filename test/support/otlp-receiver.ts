@@ -77,7 +77,7 @@ interface AnyValue {
   doubleValue?: number | null
 }
 
-const valueOf = (value: AnyValue | null | undefined): unknown => {
+const plainValue = (value: AnyValue | null | undefined): unknown => {
   if (value === null || value === undefined) return undefined
   if (value.stringValue !== undefined && value.stringValue !== null) return value.stringValue
   if (value.boolValue !== undefined && value.boolValue !== null) return value.boolValue
@@ -87,7 +87,7 @@ const valueOf = (value: AnyValue | null | undefined): unknown => {
 }
 
 const attributesOf = (list: KeyValues) =>
-  Object.fromEntries((list ?? []).map((each) => [each.key ?? "", valueOf(each.value)]))
+  Object.fromEntries((list ?? []).map((each) => [each.key ?? "", plainValue(each.value)]))
 
 /**
  * An OTLP/HTTP traces receiver on loopback (protobuf, as the gateway's exporter sends). `delayMs`: each
