@@ -1,4 +1,16 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client"
+import { Counter, Gauge, Registry } from "prom-client"
+import { FastCounter, FastHistogram } from "./series.js"
+
+/** HTTP statuses as label text, without a new string per request. */
+const statusTexts = new Map<number, string>()
+const statusText = (status: number): string => {
+  let text = statusTexts.get(status)
+  if (text === undefined) {
+    text = String(status)
+    if (statusTexts.size < 1000) statusTexts.set(status, text)
+  }
+  return text
+}
 
 /**
  * The gateway's Prometheus metrics (docs/operations.md, "Metrics"; docs/decisions.md, "Metrics with
@@ -135,38 +147,44 @@ export class GatewayMetrics {
   readonly registry = new Registry()
   private sources: MetricSources = {}
 
-  private readonly requests = new Counter({
-    name: "gateway_http_requests_total",
-    help: "HTTP requests answered on the public listener, by route and status (499: the client left first).",
-    labelNames: ["route", "status"] as const,
-    registers: [this.registry]
-  })
-  private readonly mcpDuration = new Histogram({
-    name: "gateway_mcp_request_duration_seconds",
-    help: "POST /mcp requests from arrival to the end of the answer, by JSON-RPC method.",
-    labelNames: ["method"] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [this.registry]
-  })
-  private readonly callDuration = new Histogram({
-    name: "gateway_tool_call_duration_seconds",
-    help: "tools/call sent to a backend, from the decision to the backend's answer, by backend and outcome.",
-    labelNames: ["backend", "outcome"] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [this.registry]
-  })
-  private readonly calls = new Counter({
-    name: "gateway_tool_calls_total",
-    help: "tools/call of published tools, by backend, tool (its published name) and outcome.",
-    labelNames: ["backend", "tool", "outcome"] as const,
-    registers: [this.registry]
-  })
-  private readonly decisions = new Counter({
-    name: "gateway_policy_decisions_total",
-    help: "Call decisions of the policy, by outcome (allow, deny, needs_approval) and reason.",
-    labelNames: ["outcome", "reason"] as const,
-    registers: [this.registry]
-  })
+  // The request path's metrics: updated per request, so kept in ./series.ts rather than by prom-client.
+  private readonly requests = this.fast(
+    new FastCounter(
+      "gateway_http_requests_total",
+      "HTTP requests answered on the public listener, by route and status (499: the client left first).",
+      ["route", "status"]
+    )
+  )
+  private readonly mcpDuration = this.fast(
+    new FastHistogram(
+      "gateway_mcp_request_duration_seconds",
+      "POST /mcp requests from arrival to the end of the answer, by JSON-RPC method.",
+      ["method"],
+      DURATION_BUCKETS
+    )
+  )
+  private readonly callDuration = this.fast(
+    new FastHistogram(
+      "gateway_tool_call_duration_seconds",
+      "tools/call sent to a backend, from the decision to the backend's answer, by backend and outcome.",
+      ["backend", "outcome"],
+      DURATION_BUCKETS
+    )
+  )
+  private readonly calls = this.fast(
+    new FastCounter(
+      "gateway_tool_calls_total",
+      "tools/call of published tools, by backend, tool (its published name) and outcome.",
+      ["backend", "tool", "outcome"]
+    )
+  )
+  private readonly decisions = this.fast(
+    new FastCounter(
+      "gateway_policy_decisions_total",
+      "Call decisions of the policy, by outcome (allow, deny, needs_approval) and reason.",
+      ["outcome", "reason"]
+    )
+  )
   private readonly signIns = new Counter({
     name: "gateway_sign_ins_total",
     help: "Sign-ins at /sso, by provider kind (local, ldap, upstream) and result (success, failed, throttled, refused).",
@@ -303,22 +321,27 @@ export class GatewayMetrics {
     this.sources = { ...this.sources, ...sources }
   }
 
+  private fast<M extends FastCounter | FastHistogram>(metric: M): M {
+    this.registry.registerMetric(metric as unknown as Parameters<Registry["registerMetric"]>[0])
+    return metric
+  }
+
   request(route: string, status: number): void {
-    this.requests.inc({ route, status: String(status) })
+    this.requests.inc([route, statusText(status)])
   }
 
   mcpRequest(method: string, seconds: number): void {
-    this.mcpDuration.observe({ method }, seconds)
+    this.mcpDuration.observe([method], seconds)
   }
 
   decision(outcome: "allow" | "deny" | "needs_approval", reason: string): void {
-    this.decisions.inc({ outcome, reason })
+    this.decisions.inc([outcome, reason])
   }
 
   /** A tools/call of a published tool that was decided; `seconds` when it went to the backend. */
   toolCall(backend: string, tool: string, outcome: CallOutcome, seconds?: number): void {
-    this.calls.inc({ backend, tool, outcome })
-    if (seconds !== undefined) this.callDuration.observe({ backend, outcome }, seconds)
+    this.calls.inc([backend, tool, outcome])
+    if (seconds !== undefined) this.callDuration.observe([backend, outcome], seconds)
   }
 
   signIn(provider: "local" | "ldap" | "upstream", result: "success"): void {
