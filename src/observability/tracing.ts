@@ -1,16 +1,6 @@
-import { randomUUID } from "node:crypto"
-import * as OtelTracer from "@effect/opentelemetry/Tracer"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto"
-import { resourceFromAttributes } from "@opentelemetry/resources"
-import {
-  BasicTracerProvider,
-  type ReadableSpan,
-  type SpanExporter,
-  type SpanProcessor
-} from "@opentelemetry/sdk-trace-base"
+import type { ReadableSpan, SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Exit, Layer, Option, type Tracer } from "effect"
 import type { GatewayConfig } from "../config/schema.js"
-import { version } from "../version.js"
 import { metrics } from "./metrics.js"
 
 /**
@@ -23,7 +13,16 @@ import { metrics } from "./metrics.js"
  */
 export interface TracingShape {
   readonly tracer: Tracer.Tracer | undefined
+  /** Makes a client's span the parent (`@effect/opentelemetry`'s, with its trace flags and state); set with `tracer`. */
+  readonly external?: ExternalSpanMaker | undefined
 }
+
+export type ExternalSpanMaker = (options: {
+  readonly traceId: string
+  readonly spanId: string
+  readonly traceFlags?: number | undefined
+  readonly traceState?: string | undefined
+}) => Tracer.ExternalSpan
 
 export class Tracing extends Context.Reference<Tracing>()("gateway/Tracing", {
   defaultValue: (): TracingShape => ({ tracer: undefined })
@@ -110,29 +109,25 @@ export class BoundedExport implements SpanProcessor {
   }
 }
 
-/** The resource of every span: service name, version and instance id. */
-const resourceOf = (config: GatewayConfig) =>
-  resourceFromAttributes({
-    "service.name": "gateway",
-    "service.version": version,
-    "service.instance.id": config.observability.service_instance_id ?? randomUUID()
-  })
-
-/** The Tracing of a configuration: off without `observability.otlp_endpoint`. */
+/**
+ * The Tracing of a configuration: off without `observability.otlp_endpoint`. On, the SDK is loaded here
+ * (./otlp-sdk.ts), so a gateway that does not trace never loads it; its resource names the service
+ * (`gateway`), its version and instance id.
+ */
 export const tracingLayer = (config: GatewayConfig): Layer.Layer<Tracing> => {
   const endpoint = config.observability.otlp_endpoint
   if (endpoint === undefined) return Layer.succeed(Tracing, { tracer: undefined })
+  const queueSize = config.observability.trace_queue_size
   return Layer.scoped(
     Tracing,
     Effect.gen(function* () {
-      const exporter = new OTLPTraceExporter({ url: endpoint, timeoutMillis: EXPORT_TIMEOUT_MS })
-      const processor = new BoundedExport(exporter, config.observability.trace_queue_size)
-      const provider = new BasicTracerProvider({ resource: resourceOf(config), spanProcessors: [processor] })
-      yield* Effect.addFinalizer(() => Effect.promise(() => provider.shutdown().catch(() => {})))
-      const tracer = yield* OtelTracer.make.pipe(
-        Effect.provideService(OtelTracer.OtelTracer, provider.getTracer("gateway", version))
+      const { startOtlpTracer } = yield* Effect.promise(() => import("./otlp-sdk.js"))
+      return yield* startOtlpTracer(
+        config,
+        endpoint,
+        EXPORT_TIMEOUT_MS,
+        (exporter) => new BoundedExport(exporter, queueSize)
       )
-      return { tracer }
     })
   )
 }
@@ -189,15 +184,16 @@ const traceparentFormat = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f
  */
 export const incomingParent = (
   traceparent: string | ReadonlyArray<string> | undefined,
-  tracestate: string | ReadonlyArray<string> | undefined
+  tracestate: string | ReadonlyArray<string> | undefined,
+  makeExternalSpan: ExternalSpanMaker | undefined
 ): Tracer.ExternalSpan | undefined => {
-  if (typeof traceparent !== "string") return undefined
+  if (typeof traceparent !== "string" || makeExternalSpan === undefined) return undefined
   const match = traceparentFormat.exec(traceparent.trim())
   if (match === null) return undefined
   const [, versionText, traceId, spanId, flags] = match
   if (versionText === "ff" || /^0+$/.test(traceId!) || /^0+$/.test(spanId!)) return undefined
   const state = typeof tracestate === "string" && tracestate.length <= 512 ? tracestate : undefined
-  return OtelTracer.makeExternalSpan({
+  return makeExternalSpan({
     traceId: traceId!,
     spanId: spanId!,
     traceFlags: Number.parseInt(flags!, 16),

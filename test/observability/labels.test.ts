@@ -3,6 +3,8 @@
  * failure's class (never its message), route and method labels from bounded lists, and a client's
  * `traceparent` accepted only in the exact W3C format.
  */
+
+import { makeExternalSpan } from "@effect/opentelemetry/Tracer"
 import { describe, expect, it } from "vitest"
 import { failureClass } from "../../src/mcp/upstream/failure-class.js"
 import { methodLabel, routeLabel } from "../../src/observability/metrics.js"
@@ -43,8 +45,15 @@ describe("route and method labels", () => {
 describe("incomingParent", () => {
   const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
   const spanId = "00f067aa0ba902b7"
+  it("is no parent while tracing is off (no span maker)", () => {
+    expect(incomingParent(`00-${traceId}-${spanId}-01`, undefined, undefined)).toBeUndefined()
+  })
   it("accepts a W3C traceparent, with its tracestate", () => {
-    expect(incomingParent(`00-${traceId}-${spanId}-01`, "vendor=x")).toMatchObject({ traceId, spanId, sampled: true })
+    expect(incomingParent(`00-${traceId}-${spanId}-01`, "vendor=x", makeExternalSpan)).toMatchObject({
+      traceId,
+      spanId,
+      sampled: true
+    })
   })
   it.each([
     ["absent", undefined],
@@ -56,6 +65,6 @@ describe("incomingParent", () => {
     ["version ff", `ff-${traceId}-${spanId}-01`],
     ["trailing data", `00-${traceId}-${spanId}-01-extra`]
   ])("refuses one that is %s: a new root", (_, header) => {
-    expect(incomingParent(header, undefined)).toBeUndefined()
+    expect(incomingParent(header, undefined, makeExternalSpan)).toBeUndefined()
   })
 })

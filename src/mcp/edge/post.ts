@@ -105,7 +105,7 @@ export const McpPostLive = Layer.scoped(
     const accessLog = config.log_level === "debug"
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
     const directPath = yield* DirectPathEnabled
-    const { tracer } = yield* Tracing
+    const { tracer, external } = yield* Tracing
     const trustIncoming = config.observability.trust_incoming_trace
     const { modernRevisions, modernListTail } = yield* Effect.promise(sdkProfile)
     const everyVersion = servedVersions(modernRevisions)
@@ -281,7 +281,9 @@ export const McpPostLive = Layer.scoped(
             : openSpan(
                 tracer,
                 "POST /mcp",
-                trustIncoming ? incomingParent(request.headers.traceparent, request.headers.tracestate) : undefined,
+                trustIncoming
+                  ? incomingParent(request.headers.traceparent, request.headers.tracestate, external)
+                  : undefined,
                 "server",
                 { "http.request.method": "POST", "http.route": "/mcp" }
               )
