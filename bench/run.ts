@@ -12,6 +12,7 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "startup", load: () => import("./startup.js") },
   { name: "healthz", load: () => import("./healthz.js") },
   { name: "mcp", load: () => import("./mcp.js") },
+  { name: "observability", load: () => import("./observability.js") },
   { name: "relay", load: () => import("./relay.js") },
   { name: "policy", load: () => import("./policy.js") },
   { name: "auth-verify", load: () => import("./auth-verify.js") },

@@ -20,6 +20,10 @@ export const SLAPD_INSTALL =
   "echo 'slapd slapd/no_configuration boolean true' | debconf-set-selections; " +
   "DEBIAN_FRONTEND=noninteractive apt-get install -y slapd ldap-utils"
 
+/** Prometheus's `promtool`, which checks the `/metrics` exposition (test/observability/metrics.test.ts). */
+export const PROMTOOL_PATH = "/usr/bin/promtool"
+export const PROMTOOL_INSTALL = "DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus"
+
 /** The PostgreSQL database every store test also runs on (test/support/databases.ts). */
 export const postgresTestUrl = process.env.GATEWAY_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
@@ -48,6 +52,13 @@ export const missingSlapd = (paths = [SLAPD_PATH, SLAPADD_PATH]) => {
         `Install ${missing.length === 1 ? "it" : "them"} with \`${SLAPD_INSTALL}\` (Debian), or run \`.ci/run\`, which installs ${missing.length === 1 ? "it" : "them"} before \`npm test\`.`
 }
 
+/** What to say when promtool is missing, or undefined when it is there. */
+export const missingPromtool = (path = PROMTOOL_PATH) =>
+  executable(path)
+    ? undefined
+    : `The metrics tests need Prometheus's promtool at ${path}, and it is not there. ` +
+      `Install it with \`${PROMTOOL_INSTALL}\` (Debian), or run \`.ci/run\`, which installs it before \`npm test\`.`
+
 /** What to say when nothing accepts connections where the PostgreSQL tests connect, or undefined. */
 export const unreachablePostgres = (url = postgresTestUrl, timeoutMs = 2_000) => {
   const { hostname, port } = new URL(url)
@@ -75,7 +86,9 @@ export const unreachablePostgres = (url = postgresTestUrl, timeoutMs = 2_000) =>
 
 /** Every problem the machine has for `npm test`, in the order the README lists the prerequisites. */
 export const testPrerequisiteProblems = async () =>
-  [missingChromium(), missingSlapd(), await unreachablePostgres()].filter((problem) => problem !== undefined)
+  [missingChromium(), missingSlapd(), missingPromtool(), await unreachablePostgres()].filter(
+    (problem) => problem !== undefined
+  )
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const problems = await testPrerequisiteProblems()

@@ -77,6 +77,53 @@ export class ApprovalDeliveryApi extends HttpApiGroup.make("approvalDelivery")
   .middleware(DeliveryAuth)
   .prefix("/api/v1") {}
 
+const BackendStatus = Schema.Struct({
+  id: Schema.String,
+  required: Schema.Boolean,
+  state: Schema.Literal("connecting", "ready", "unavailable"),
+  last_error: Schema.NullOr(Schema.String).annotations({
+    description:
+      "Class of the last connection or probe failure: connect, dns, tls, timeout, http_<status>, auth, protocol, session_lost, other; null when none yet"
+  }),
+  tools: Schema.NullOr(Schema.Int).annotations({ description: "Tools in its catalog; null without a catalog" }),
+  catalog_age_seconds: Schema.NullOr(Schema.Number).annotations({
+    description: "Seconds since its catalog was fetched; null before the first fetch"
+  }),
+  inherited_catalog: Schema.Boolean.annotations({
+    description: "Serving the catalog of the previous generation while unavailable"
+  })
+})
+
+export const StatusRecord = Schema.Struct({
+  version: Schema.String,
+  generation: Schema.Struct({ id: Schema.Int }),
+  ready: Schema.Boolean.annotations({ description: "What /readyz answers now" }),
+  backends: Schema.Array(BackendStatus),
+  outboxes: DeliveryStatusRecord,
+  store: Schema.Struct({
+    ready: Schema.Boolean,
+    reason: Schema.NullOr(Schema.String).annotations({ description: "The open outage's reason, in fixed words" }),
+    latency_ms: Schema.NullOr(Schema.Number).annotations({
+      description: "One SELECT 1 timed now; null when it failed or took over 2 s"
+    })
+  }),
+  tracing: Schema.Struct({ enabled: Schema.Boolean })
+})
+
+/** `/api/v1/status`: the health picture an operator reads (docs/management-api.md, "Status"). */
+export class StatusApi extends HttpApiGroup.make("status")
+  .add(
+    HttpApiEndpoint.get("status", "/status")
+      .addSuccess(StatusRecord)
+      .annotate(
+        OpenApi.Summary,
+        "Health: per-backend state and last error class, generation id, outbox depths, store latency"
+      )
+  )
+  .addError(BadRequest)
+  .middleware(AdminAuth)
+  .prefix("/api/v1") {}
+
 const IdPath = Schema.Struct({ id: Schema.String })
 const IfMatch = Schema.Struct({
   "if-match": Schema.optional(Schema.String).annotations({ description: 'The revision you read, e.g. "3"' })
@@ -235,6 +282,7 @@ export class ManagementApi extends HttpApi.make("management")
   .add(OpenApiImportsApi)
   .add(ToolGroupsApi)
   .add(ToolSourcesApi)
+  .add(StatusApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(

@@ -27,6 +27,7 @@ import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { adminResource } from "./resource.js"
 import { BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive } from "./sources.js"
+import { generationIdLayer, StatusLive } from "./status.js"
 
 const originRefused = new HttpError({
   status: 403,
@@ -91,7 +92,11 @@ const challenged = HttpMiddleware.make((app) =>
  * (request id, access log, the one error body, `request_timeout`, generation-bound cancellation).
  * Built on the first admin request, in the generation's scope.
  */
-export const makeAdminHandler = (context: Context.Context<GenerationServices>, requests: RequestsInFlight) =>
+export const makeAdminHandler = (
+  context: Context.Context<GenerationServices>,
+  requests: RequestsInFlight,
+  generationId: number
+) =>
   Effect.gen(function* () {
     const { config } = Context.get(context, Config)
     const services = Layer.succeedContext(context)
@@ -101,6 +106,7 @@ export const makeAdminHandler = (context: Context.Context<GenerationServices>, r
       Layer.provide(DirectoryLive),
       Layer.provide(ApprovalDeliveryLive),
       Layer.provide(Layer.mergeAll(BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive)),
+      Layer.provide(StatusLive.pipe(Layer.provide(generationIdLayer(generationId)))),
       Layer.provide(Layer.merge(AdminAuthLive, DeliveryAuthLive)),
       Layer.provide(services)
     )

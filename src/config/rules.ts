@@ -3,6 +3,7 @@ import { approvalRules } from "./approval-rules.js"
 import { authRules } from "./auth-rules.js"
 import { backendRules } from "./backend-rules.js"
 import type { Rule } from "./cross-field-rule.js"
+import { observabilityRules } from "./observability-rules.js"
 import type { GatewayConfig } from "./schema.js"
 import { serverRules } from "./server-rules.js"
 import type { ConfigProblem, ResolvedSecrets } from "./service.js"
@@ -16,7 +17,8 @@ export const allRules: ReadonlyArray<Rule> = [
   ...authRules,
   ...adminRules,
   ...backendRules,
-  ...approvalRules
+  ...approvalRules,
+  ...observabilityRules
 ]
 
 /** Runs every rule whose sections decoded; `config` is the full config or just the sections that decoded. */

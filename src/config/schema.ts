@@ -269,6 +269,24 @@ export const Catalog = Schema.Struct({
   page_size: withDefault(Schema.Int.pipe(Schema.between(1, 10_000)), () => 1000)
 })
 
+/**
+ * Metrics and traces (docs/operations.md, "Metrics" and "Traces"). `metrics_listen`, `otlp_endpoint`,
+ * `service_instance_id` and `trace_queue_size` are static (a listener and an exporter live for the
+ * process); `trust_incoming_trace` is reloadable.
+ */
+export const Observability = Schema.Struct({
+  /** A listener of its own for `/metrics` (besides the loopback admin listener); absent: none. */
+  metrics_listen: Schema.optional(NonEmpty),
+  /** OTLP/HTTP traces endpoint (`…/v1/traces`); absent: tracing is off and costs nothing. */
+  otlp_endpoint: Schema.optional(Url),
+  /** Whether a client's `traceparent`/`tracestate` on /mcp continues its trace; off: a new root each request. */
+  trust_incoming_trace: withDefault(Schema.Boolean, () => false),
+  /** `service.instance.id` of exported spans; absent: a random id per process. */
+  service_instance_id: Schema.optional(NonEmpty),
+  /** Finished spans waiting for export at most; past it spans are dropped and counted. */
+  trace_queue_size: withDefault(Schema.Int.pipe(Schema.between(64, 1_000_000)), () => 4096)
+})
+
 export const GatewayConfig = Schema.Struct({
   server: Server,
   storage: withDefault(Storage, () => ({ type: "sqlite" as const, path: "./data/gateway.db" })),
@@ -281,7 +299,8 @@ export const GatewayConfig = Schema.Struct({
   admin: withDefault(Admin, () => Schema.decodeSync(Admin)({})),
   client_authorization: withDefault(ClientAuthorization, () => ({ enabled: false })),
   approvals: withDefault(Approvals, approvalsDefault),
-  backends: withDefault(Schema.Array(Backend), () => [])
+  backends: withDefault(Schema.Array(Backend), () => []),
+  observability: withDefault(Observability, () => ({ trust_incoming_trace: false, trace_queue_size: 4096 }))
 })
 
 export type GatewayConfig = typeof GatewayConfig.Type

@@ -53,7 +53,8 @@ export const requestTimeoutPositive = rule("requestTimeoutPositive", ["request_t
 const wildcardHosts = new Set(["0.0.0.0", "::"])
 const localhostAddresses = new Set(["localhost", "127.0.0.1", "::1"])
 
-const mayCollide = (a: string, b: string) =>
+/** Whether two listen hosts on one port would contend for it. */
+export const mayCollide = (a: string, b: string) =>
   a === b ||
   wildcardHosts.has(a) ||
   wildcardHosts.has(b) ||

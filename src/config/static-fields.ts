@@ -15,7 +15,9 @@ import type { GatewayConfig } from "./schema.js"
  *   reads it once at start.
  * - `log_level`: the logger is installed once per process (src/cli/serve.ts), so a reload could only
  *   ignore a change silently; rejecting it says "restart" instead.
- * - Reloadable: `allowed_origins`, `request_timeout`, `drain_timeout` and `backends` — everything not
+ * - `observability.metrics_listen`, `observability.otlp_endpoint`, `observability.service_instance_id`,
+ *   `observability.trace_queue_size`: the metrics listener and the trace exporter live for the process.
+ * - Reloadable: `observability.trust_incoming_trace`, `allowed_origins`, `request_timeout`, `drain_timeout` and `backends` — everything not
  *   listed here.
  *
  * `vault` fields (restart-only by the original contract) have no key in this schema; add them here when they do.
@@ -28,7 +30,11 @@ export const staticFields = [
   "auth",
   "client_authorization",
   "admin",
-  "approvals.retention"
+  "approvals.retention",
+  "observability.metrics_listen",
+  "observability.otlp_endpoint",
+  "observability.service_instance_id",
+  "observability.trace_queue_size"
 ] as const
 
 export type StaticField = (typeof staticFields)[number]

@@ -1,4 +1,5 @@
 import { Clock, Duration, Effect, Schedule } from "effect"
+import { metrics } from "../observability/metrics.js"
 
 /**
  * Security-relevant events (refusals, revocations, identity and permission changes) write one
@@ -7,7 +8,11 @@ import { Clock, Duration, Effect, Schedule } from "effect"
  * token, password or code.
  */
 export const securityEvent = (event: string, fields: Readonly<Record<string, unknown>>) =>
-  Effect.logInfo(event).pipe(Effect.annotateLogs({ event, ...fields }))
+  Effect.logInfo(event).pipe(
+    Effect.annotateLogs({ event, ...fields }),
+    // Counted too (gateway_security_events_total, and the sign-ins and approvals they report).
+    Effect.zipLeft(Effect.sync(() => metrics.securityEvent(event, fields)))
+  )
 
 /**
  * Bounds how many lines one source can write for one event: at most `limit` per `windowMs` per key;

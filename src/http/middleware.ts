@@ -2,6 +2,8 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
+import { metrics, routeLabel } from "../observability/metrics.js"
+import { closeSpan, openSpan, Tracing } from "../observability/tracing.js"
 import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { StoreHealth } from "../store/health.js"
 import { unavailableCause } from "../store/unavailable.js"
@@ -64,16 +66,19 @@ export const runInGeneration =
  * logged with their cause and answered 500 without detail, so no secret can leak in a message — except
  * a failure for lack of the store, answered `503 store_unavailable` and counted in the outage
  * (src/store/health.ts), which logs it once, whatever route it came from.
+ *
+ * `mcpPath` (the public listener's): each request is counted by route and status
+ * (`gateway_http_requests_total`) and, when tracing is on, is a server span of its own.
  */
 export const withRequestContext =
-  (accessLog: boolean) =>
+  (accessLog: boolean, mcpPath?: string) =>
   <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | StoreHealth | HttpServerRequest.HttpServerRequest> =>
     Effect.suspend(() => {
       const requestId = newRequestId()
-      return handle(app, requestId, accessLog).pipe(Effect.annotateLogs("request_id", requestId))
+      return handle(app, requestId, accessLog, mcpPath).pipe(Effect.annotateLogs("request_id", requestId))
     })
 
-const handle = <E, R>(app: HttpApp.Default<E, R>, requestId: string, accessLog: boolean) =>
+const handle = <E, R>(app: HttpApp.Default<E, R>, requestId: string, accessLog: boolean, mcpPath: string | undefined) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const started = performance.now()
@@ -82,8 +87,22 @@ const handle = <E, R>(app: HttpApp.Default<E, R>, requestId: string, accessLog: 
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const sent = NodeHttpServerRequest.toServerResponse(request)
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const route = mcpPath === undefined ? undefined : routeLabel(request.url, mcpPath)
+    const { tracer } = yield* Tracing
+    const span =
+      tracer === undefined || route === undefined
+        ? undefined
+        : openSpan(tracer, `${request.method} ${route}`, undefined, "server", {
+            "http.request.method": request.method,
+            "http.route": route
+          })
     sent.once("close", () => {
       const status = sent.headersSent ? sent.statusCode : 499
+      if (route !== undefined) metrics.request(route, status)
+      if (span !== undefined) {
+        span.attribute("http.response.status_code", status)
+        closeSpan(span, status >= 500 ? String(status) : status === 499 ? "client_closed" : undefined)
+      }
       if (!shouldLogAccess(accessLog, status, incoming)) return
       runFork(
         Effect.logWithLevel(accessLogLevel(status), "request").pipe(

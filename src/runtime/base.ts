@@ -11,6 +11,7 @@ import { NotifierLive } from "../events/notifier.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
+import { tracingLayer } from "../observability/tracing.js"
 import { AccessSettingsTag, AccessStateLive } from "../policy/access-state.js"
 import { accessSettingsOf } from "../policy/settings.js"
 import { PolicyWrites } from "../policy/writes.js"
@@ -83,6 +84,8 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     sources,
     DirectorySnapshots.Default,
     archive.pipe(Layer.provideMerge(approvals)),
-    AnswerBudgetTag.Live
+    AnswerBudgetTag.Live,
+    // Traces leave through one exporter per process (`observability.otlp_endpoint` is static).
+    tracingLayer(config)
   ).pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

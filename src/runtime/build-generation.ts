@@ -10,6 +10,7 @@ import type { BackendCatalog } from "../mcp/catalog/backend-catalog.js"
 import { McpPost } from "../mcp/edge/post.js"
 import { mcpRoutes } from "../mcp/edge/route.js"
 import { Backends } from "../mcp/upstream/backends.js"
+import type { BackendSlot } from "../mcp/upstream/slot.js"
 import { composeSources, type SourceOverlay } from "../sources/compose.js"
 import {
   type BaseServices,
@@ -37,6 +38,8 @@ export interface Generation {
   readonly requests: RequestsInFlight
   /** Backend catalogs the next generation may inherit (docs/mcp.md, "Backends"), by catalog-source identity. */
   readonly catalogs: () => ReadonlyMap<string, BackendCatalog>
+  /** Its backends' live state (read by the metrics and the health status). */
+  readonly slots: ReadonlyArray<BackendSlot>
   readonly close: Effect.Effect<void>
 }
 
@@ -74,9 +77,10 @@ export const buildGeneration = (
       const router = extraRoutes === undefined ? served : HttpRouter.concat(served, extraRoutes)
       // The router's lookup table is built once per generation, not per request.
       const routerApp = yield* HttpRouter.toHttpApp(router)
-      const app = withRequestContext(loaded.config.log_level === "debug")(
-        runInGeneration(requests, loaded.config.request_timeout)(routerApp)
-      )
+      const app = withRequestContext(
+        loaded.config.log_level === "debug",
+        new URL(publicUrl).pathname
+      )(runInGeneration(requests, loaded.config.request_timeout)(routerApp))
       // These settings are captured in the handler's runtime once, instead of being set on every request.
       // No trace exporter exists, so spans would be built and dropped on every request; the platform's
       // tracer middleware wraps the app from outside and, unless disabled, still parses the URL and copies
@@ -101,7 +105,7 @@ export const buildGeneration = (
     const admin = () => {
       adminHandler ??= Runtime.runPromise(runtime)(
         Effect.promise(() => import("../admin/app.js")).pipe(
-          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, requests)),
+          Effect.flatMap(({ makeAdminHandler }) => makeAdminHandler(built.context, requests, id)),
           Scope.extend(scope)
         )
       )
@@ -136,6 +140,7 @@ export const buildGeneration = (
         )
       },
       catalogs: () => built.backends.inheritable(),
+      slots: built.backends.slots,
       close: Scope.close(scope, Exit.void)
     }
   }).pipe(Effect.withSpan("Generation.build"))

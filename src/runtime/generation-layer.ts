@@ -21,6 +21,7 @@ import { DirectPathEnabled, type McpPost, McpPostLive } from "../mcp/edge/post.j
 import { type McpEndpoint, McpEndpointLive } from "../mcp/edge/sdk-endpoint.js"
 import type { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { type Backends, BackendsLive, PreviousCatalogs } from "../mcp/upstream/backends.js"
+import type { Tracing } from "../observability/tracing.js"
 import type { AccessState } from "../policy/access-state.js"
 import { type PolicyEngine, PolicyEngineLive } from "../policy/engine.js"
 import { GatewayToolRules } from "../policy/tool.js"
@@ -82,6 +83,7 @@ export type BaseServices =
   | ProposalRepo
   | SourceApplier
   | ConfigChanges
+  | Tracing
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

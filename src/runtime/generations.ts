@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, FiberSet, type Scope } from "effect"
 import type { LoadedConfig } from "../config/service.js"
+import { metrics } from "../observability/metrics.js"
 import { SourceApplier } from "../sources/applier.js"
 import { recoverProposals } from "../sources/changes-live.js"
 import type { SourceOverlay } from "../sources/compose.js"
@@ -32,6 +33,8 @@ export interface Generations {
   readonly shutdown: (drain: Duration.DurationInput, skip?: Effect.Effect<unknown>) => Effect.Effect<number>
   /** Requests in flight across every live generation. */
   readonly inFlight: () => number
+  /** Generations replaced and still draining. */
+  readonly draining: () => number
 }
 
 /** A change to managed tool sources, applied by a reload (src/sources/applier.ts). */
@@ -99,7 +102,12 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
           yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
           yield* FiberSet.run(retiring, retire(old))
           return candidate
-        })
+        }).pipe(
+          Effect.tapBoth({
+            onFailure: () => Effect.sync(() => metrics.reload("build_failed")),
+            onSuccess: () => Effect.sync(() => metrics.reload("applied"))
+          })
+        )
       )
 
     const inFlight = () => [...live].reduce((sum, generation) => sum + generation.requests.size, 0)
@@ -120,5 +128,5 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
       serving: () => state.current.loaded
     })
 
-    return { current: () => state.current, reload, shutdown, inFlight }
+    return { current: () => state.current, reload, shutdown, inFlight, draining: () => live.size - 1 }
   })

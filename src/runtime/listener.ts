@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http"
 import { Data, Duration, Effect } from "effect"
 import { errorBodyText, HttpError } from "../http/error-body.js"
+import { isMetricsRequest, serveMetrics, serveMetricsOnly } from "../observability/metrics-route.js"
 import type { Generation } from "./build-generation.js"
 import { ConnectionGate, closeIfAnsweredEarly } from "./connection-gate.js"
 
@@ -79,7 +80,11 @@ const isReadinessProbe = (method: string | undefined, url: string | undefined) =
 export type Route = (generation: Generation) => Generation["handle"]
 
 export const publicRoute: Route = (generation) => generation.handle
-export const adminRoute: Route = (generation) => generation.handleAdmin
+/** The admin listener (loopback): `/metrics` for the scraper, the Management API for everything else. */
+export const adminRoute: Route = (generation) => (request, response) =>
+  isMetricsRequest(request) ? serveMetrics(request, response) : generation.handleAdmin(request, response)
+/** `observability.metrics_listen`: `/metrics` only. */
+export const metricsRoute: Route = () => serveMetricsOnly
 
 export const makeListener = (
   host: string,

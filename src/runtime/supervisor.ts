@@ -3,10 +3,12 @@ import { loadConfig } from "../config/load.js"
 import { parseListen } from "../config/rules.js"
 import type { LoadedConfig } from "../config/service.js"
 import { staticChanges } from "../config/static-fields.js"
+import { metrics } from "../observability/metrics.js"
 import type { ExtraRoutes } from "./build-generation.js"
 import type { BaseServices } from "./generation-layer.js"
 import { acquireGenerations } from "./generations.js"
-import { adminRoute, type Listener, makeListener } from "./listener.js"
+import { adminRoute, type Listener, makeListener, metricsRoute } from "./listener.js"
+import { metricSources } from "./metric-sources.js"
 import { type Signal, signalQueue } from "./signals.js"
 
 export interface SuperviseOptions {
@@ -50,7 +52,14 @@ export const supervise = (options: SuperviseOptions) =>
       const adminListen = parseListen(loaded.config.admin.listen)!
       const listener = yield* makeListener(listen.host, listen.port)
       const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute, "admin.listen")
-      for (const each of [listener, adminListener]) {
+      // `/metrics` is served on the admin listener, and on `observability.metrics_listen` when set.
+      metrics.setSources(metricSources(base, generations))
+      const metricsListen = parseListen(loaded.config.observability.metrics_listen ?? "")
+      const metricsListener =
+        metricsListen === undefined
+          ? undefined
+          : yield* makeListener(metricsListen.host, metricsListen.port, metricsRoute, "observability.metrics_listen")
+      for (const each of [listener, adminListener, ...(metricsListener === undefined ? [] : [metricsListener])]) {
         listeners.push(each)
         each.activate(generations.current())
       }
@@ -67,12 +76,17 @@ export const supervise = (options: SuperviseOptions) =>
       const reloads = yield* FiberSet.make()
       const reload = Effect.gen(function* () {
         const candidate = yield* loadConfig(options.configFile, options.env).pipe(
-          Effect.tapError((error) => Effect.logError("reload rejected: invalid configuration", error.message)),
+          Effect.tapError((error) =>
+            Effect.logError("reload rejected: invalid configuration", error.message).pipe(
+              Effect.zipRight(Effect.sync(() => metrics.reload("invalid_config")))
+            )
+          ),
           Effect.option
         )
         if (candidate._tag === "None") return
         const changed = staticChanges(generations.current().loaded.config, candidate.value.config)
         if (changed.length > 0) {
+          metrics.reload("static_changed")
           return yield* Effect.logError("reload rejected: static fields changed; restart to apply them").pipe(
             Effect.annotateLogs("fields", changed)
           )

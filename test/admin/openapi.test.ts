@@ -40,6 +40,7 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/openapi-imports/{id}",
       "/api/v1/proposals",
       "/api/v1/proposals/{id}",
+      "/api/v1/status",
       "/api/v1/tool-groups",
       "/api/v1/tool-groups/{id}",
       "/api/v1/tool-sources/initialize"

@@ -17,7 +17,12 @@ const oneChangeEach = [
   ["client_authorization", { client_authorization: { enabled: true, client_id: "portal" } }],
   ["admin", { admin: { required_scopes: ["gateway:operators"] } }],
   // The approvals' maintenance is process-wide and reads it at start (src/approvals/maintenance.ts).
-  ["approvals.retention", { approvals: { retention: "7d" } }]
+  ["approvals.retention", { approvals: { retention: "7d" } }],
+  // The metrics listener and the trace exporter live for the process (src/observability/).
+  ["observability.metrics_listen", { observability: { metrics_listen: "127.0.0.1:9464" } }],
+  ["observability.otlp_endpoint", { observability: { otlp_endpoint: "http://127.0.0.1:4318/v1/traces" } }],
+  ["observability.service_instance_id", { observability: { service_instance_id: "gw-2" } }],
+  ["observability.trace_queue_size", { observability: { trace_queue_size: 128 } }]
 ] as const
 
 describe("staticChanges", () => {
@@ -40,7 +45,9 @@ describe("staticChanges", () => {
       drain_timeout: "1m",
       backends: [{ id: "a", url: "https://a.example.com/mcp" }],
       // Read per request (src/auth/client-address.ts): a new proxy address applies without a restart.
-      server: { trusted_proxies: ["10.0.0.0/8"] }
+      server: { trusted_proxies: ["10.0.0.0/8"] },
+      // Read by each generation's /mcp handler.
+      observability: { trust_incoming_trace: true }
     })
     expect(staticChanges(configOf(), after)).toEqual([])
   })
@@ -53,7 +60,13 @@ describe("staticChanges", () => {
       log_level: "debug",
       client_authorization: { enabled: true, client_id: "portal" },
       admin: { listen: "127.0.0.1:9091" },
-      approvals: { retention: "1d" }
+      approvals: { retention: "1d" },
+      observability: {
+        metrics_listen: "127.0.0.1:9464",
+        otlp_endpoint: "http://127.0.0.1:4318/v1/traces",
+        service_instance_id: "gw-2",
+        trace_queue_size: 128
+      }
     })
     expect(staticChanges(configOf(), after)).toEqual([...staticFields])
   })

@@ -5,7 +5,7 @@
  * Pure functions over real index builds; the grant is the permissive test double
  * (test/support/permit-policy.ts), the policy's own rules being tested in test/policy/.
  */
-import { Effect, Redacted, Schema } from "effect"
+import { Redacted, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { canonicalJson } from "../../src/approvals/intent.js"
 import { type ApprovalSource, sourceHashOf } from "../../src/approvals/source.js"

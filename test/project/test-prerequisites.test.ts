@@ -1,6 +1,6 @@
 /**
  * `npm test` checks what it needs from the machine before its type check and linter (about 45 s): a
- * missing Chromium, slapd or PostgreSQL is named at once, with the command that installs it.
+ * missing Chromium, slapd, promtool or PostgreSQL is named at once, with the command that installs it.
  */
 import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -9,7 +9,9 @@ import { describe, expect, it } from "vitest"
 import {
   CHROMIUM_INSTALL,
   missingChromium,
+  missingPromtool,
   missingSlapd,
+  PROMTOOL_INSTALL,
   SLAPD_INSTALL,
   unreachablePostgres
 } from "../../scripts/test-prerequisites.mjs"
@@ -42,6 +44,13 @@ describe("npm test's first step (scripts/test-prerequisites.mjs)", () => {
     expect(slapd).toContain("OpenLDAP's /nonexistent/slapd, and it is not there")
     expect(slapd).toContain(`\`${SLAPD_INSTALL}\``)
     expect(missingSlapd([process.execPath])).toBeUndefined()
+  })
+
+  it("names a missing promtool with the apt command that installs it, and nothing when it is there", () => {
+    const promtool = missingPromtool("/nonexistent/promtool")
+    expect(promtool).toContain("promtool at /nonexistent/promtool, and it is not there")
+    expect(promtool).toContain(`\`${PROMTOOL_INSTALL}\``)
+    expect(missingPromtool(process.execPath)).toBeUndefined()
   })
 
   it("names a PostgreSQL that cannot be reached, and nothing when it answers", async () => {

@@ -12,10 +12,12 @@ import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { Signer } from "../../src/crypto/signer.js"
 import { type GatewayTool, GatewayTools } from "../../src/mcp/catalog/gateway-tools.js"
 import { ReconnectTiming, type ReconnectTimingShape } from "../../src/mcp/upstream/slot.js"
+import { metrics } from "../../src/observability/metrics.js"
 import { baseLayer } from "../../src/runtime/base.js"
 import type { BaseServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
-import { makeListener } from "../../src/runtime/listener.js"
+import { adminRoute, type Listener, makeListener } from "../../src/runtime/listener.js"
+import { metricSources } from "../../src/runtime/metric-sources.js"
 import type { HttpTools } from "../../src/sources/http/service.js"
 import type { ComposedSources } from "../../src/sources/schema.js"
 import { type LogCapture, quietly } from "./logs.js"
@@ -30,6 +32,8 @@ export interface TestGateway {
   readonly port: number
   readonly baseUrl: string
   readonly mcpUrl: string
+  /** With `adminListener`: the loopback admin listener's origin (it serves `/metrics`, as in production). */
+  readonly adminUrl: string | undefined
   readonly loaded: () => LoadedConfig
   token(options?: TokenOptions): Promise<string>
   /** Runs `effect` against the process-wide services (the store's policy writes, repositories). */
@@ -78,11 +82,21 @@ export interface TestGatewayOptions {
   readonly sources?: ComposedSources
   /** How HTTP tools' calls are sent (the generation's default answers "not available"). */
   readonly httpTools?: Layer.Layer<HttpTools>
+  /** Also a loopback admin listener, serving `/metrics` (and the Management API) as the supervisor's does. */
+  readonly adminListener?: boolean
 }
 
 export const startTestGateway = async (options: TestGatewayOptions = {}): Promise<TestGateway> => {
   // Bound first, on a port the kernel picks: nothing can take it between choosing and binding.
   const listener = await Effect.runPromise(makeListener("127.0.0.1", 0))
+  const admin: Listener | undefined =
+    options.adminListener === true
+      ? await Effect.runPromise(makeListener("127.0.0.1", 0, adminRoute, "admin.listen"))
+      : undefined
+  const activate: Listener["activate"] = (generation) => {
+    listener.activate(generation)
+    admin?.activate(generation)
+  }
   const port = listener.port
   const dir = mkdtempSync(join(tmpdir(), "gateway-mcp-"))
   const origin = `http://127.0.0.1:${port}`
@@ -125,17 +139,20 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
   const started = Effect.gen(function* () {
     const base = yield* Layer.buildWithScope(baseLayers, scope)
     const generations = yield* Scope.extend(
-      acquireGenerations({ base, first: loaded, activate: listener.activate, overrides }),
+      acquireGenerations({ base, first: loaded, activate, overrides }),
       scope
     ).pipe(options.clock === undefined ? (effect) => effect : Effect.withClock(options.clock))
+    if (admin !== undefined) metrics.setSources(metricSources(base, generations))
     return { base, generations }
   })
   const { base, generations } = await Effect.runPromise(
     options.logs === undefined ? quietly(started) : options.logs.capture(started)
   ).catch(async (error: unknown) => {
     // A gateway that did not start releases what it had: the listener, the store, the directory.
-    listener.stopAccepting()
-    listener.closeAll()
+    for (const each of [listener, admin]) {
+      each?.stopAccepting()
+      each?.closeAll()
+    }
     await Effect.runPromise(Scope.close(scope, Exit.void))
     rmSync(dir, { recursive: true, force: true })
     throw error
@@ -145,6 +162,7 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
     port,
     baseUrl: origin,
     mcpUrl: loaded.config.server.public_url,
+    adminUrl: admin === undefined ? undefined : `http://127.0.0.1:${admin.port}`,
     loaded: () => loaded,
     token: (tokenOptions) => mintAccessToken(signer, loaded.config, tokenOptions),
     run: (effect) => Effect.runPromise(quietly(Effect.provide(effect, base))),
@@ -154,8 +172,10 @@ export const startTestGateway = async (options: TestGatewayOptions = {}): Promis
       loaded = candidate
     },
     close: async () => {
-      listener.stopAccepting()
-      listener.closeAll()
+      for (const each of [listener, admin]) {
+        each?.stopAccepting()
+        each?.closeAll()
+      }
       await Effect.runPromise(Scope.close(scope, Exit.void))
       rmSync(dir, { recursive: true, force: true })
     }

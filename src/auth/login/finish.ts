@@ -1,5 +1,6 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { metrics } from "../../observability/metrics.js"
 import { ClientGrantRepo } from "../../store/client-grants.js"
 import { UserRepo, type UserRow } from "../../store/users.js"
 import { accountUsable } from "../account-access.js"
@@ -108,7 +109,12 @@ export const continueAuthorization = (
  * Both factors passed: record the browser sign-in (cookie), then continue the client's authorization,
  * or open the grants portal for a portal sign-in.
  */
-export const afterAuthentication = (settings: AuthSettings, transaction: LoginTransaction, userId: string) =>
+export const afterAuthentication = (
+  settings: AuthSettings,
+  transaction: LoginTransaction,
+  userId: string,
+  provider: "local" | "ldap" | "upstream"
+) =>
   Effect.gen(function* () {
     const found = yield* (yield* UserRepo).findById(userId)
     const now = yield* Clock.currentTimeMillis
@@ -120,6 +126,7 @@ export const afterAuthentication = (settings: AuthSettings, transaction: LoginTr
         : accountAccessRequired(settings, request)
     }
     const signIn = yield* startSignIn(userId, now)
+    metrics.signIn(provider, "success")
     const response =
       request === undefined
         ? yield* Effect.as(

@@ -136,6 +136,6 @@ export const ldapLoginEndpoint = answerPage(
         status: user.directory_active ? user.status : "directory_inactive"
       })
     }
-    return yield* afterAuthentication(settings, transaction, user.id)
+    return yield* afterAuthentication(settings, transaction, user.id, "ldap")
   })
 ).pipe(Effect.withSpan("ldapLoginEndpoint"))

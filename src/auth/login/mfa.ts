@@ -48,7 +48,7 @@ const secondFactor = (
         return stagePage(settings, transaction, "That code is not valid. Use the current code from your app.", 401)
       }
       yield* throttle.succeeded(attempt.right)
-      return yield* afterAuthentication(settings, transaction, userId)
+      return yield* afterAuthentication(settings, transaction, userId, "local")
     })
   ).pipe(Effect.withSpan(`secondFactor.${stage}`))
 

@@ -179,6 +179,6 @@ export const upstreamCallbackEndpoint = answerPage(
         status: user.directory_active ? user.status : "directory_inactive"
       })
     }
-    return yield* afterAuthentication(settings, transaction, user.id)
+    return yield* afterAuthentication(settings, transaction, user.id, "upstream")
   })
 ).pipe(Effect.withSpan("upstreamCallbackEndpoint"))

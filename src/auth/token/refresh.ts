@@ -2,6 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import type { DownstreamClient } from "../../config/schema.js"
 import { sha256Hex } from "../../crypto/hashing.js"
 import { securityEvent } from "../../events/security-log.js"
+import { metrics } from "../../observability/metrics.js"
 import { AccessState } from "../../policy/access-state.js"
 import { RefreshTokenRepo } from "../../store/refresh-tokens.js"
 import { SessionRepo } from "../../store/sessions.js"
@@ -80,6 +81,7 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
     yield* sessions.revoke(rotation.sessionId, "refresh_token_reuse", new Date(now))
     return yield* invalidGrant("The refresh token was already used; the session is revoked. Sign in again.")
   }
+  yield* Effect.sync(() => metrics.refreshRotated())
   const access = yield* mintAccessToken(
     settings.issuer,
     {

@@ -1,5 +1,5 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server"
-import { Context, Duration, Effect, Exit, Layer, Runtime } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Runtime, type Tracer } from "effect"
 import { approvalUrlOf, pendingResult, requestRefusal } from "../../approvals/answers.js"
 import { Approvals } from "../../approvals/service.js"
 import { approvalSettingsOf } from "../../approvals/settings.js"
@@ -7,6 +7,7 @@ import { type ApprovalSource, sourceHashOf } from "../../approvals/source.js"
 import { Config } from "../../config/service.js"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import { isRecord } from "../../json.js"
+import { closeSpan, openSpan, Tracing } from "../../observability/tracing.js"
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
@@ -28,6 +29,7 @@ import {
   inputNotRelayed,
   requestTimeoutCode
 } from "../upstream/forward.js"
+import { countCall, observeBackendCall, observeDecision } from "./call-telemetry.js"
 import { answers, type ClientProfile, capabilitiesOf, noProfile } from "./client-profile.js"
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, tooDeep } from "./depth.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
@@ -77,6 +79,8 @@ export interface ToolCallRequest {
    * session id (src/mcp/calls/client-profile.ts); undefined when the caller sent none.
    */
   readonly clientProfile?: ClientProfile
+  /** The request's span, when tracing is on: the decision's and the backend call's spans are its children. */
+  readonly span?: Tracer.AnySpan
 }
 
 export type ToolCallOutcome =
@@ -253,6 +257,7 @@ export const ToolCallsLive = Layer.scoped(
     const inFlight = new InFlightCalls()
     const inputs = new InputRelay()
     const denials = new EventLimiter()
+    const { tracer } = yield* Tracing
 
     // A permission removed while calls run: each re-decides under the caller's new view.
     const viewOf = (caller: View["caller"]) =>
@@ -331,7 +336,8 @@ export const ToolCallsLive = Layer.scoped(
       request: ToolCallRequest,
       tool: ExposedTool,
       { slot: at, original }: BackendTarget,
-      approved = false
+      approved = false,
+      traceparent?: string
     ): Promise<ToolCallOutcome> => {
       const slot = backends.slots[at]!
       const backendId = slot.config.id
@@ -396,7 +402,8 @@ export const ToolCallsLive = Layer.scoped(
               ...(onLog === undefined ? {} : { onLog: atLeast(logLevel, onLog) }),
               ...(logLevel === undefined ? {} : { logLevel }),
               ...(capabilities === undefined ? {} : { clientCapabilities: capabilities }),
-              ...(onRequest === undefined ? {} : { profile, onRequest })
+              ...(onRequest === undefined ? {} : { profile, onRequest }),
+              ...(traceparent === undefined ? {} : { traceparent })
             }),
           stillAllowed(tool, request.arguments, approved)
         )
@@ -552,13 +559,18 @@ export const ToolCallsLive = Layer.scoped(
     }
 
     /** Runs `tool` on its target: a backend's tool (over the channel, or the MCP client for `Mcp-Param-*`) or an HTTP tool. */
-    const run = (request: ToolCallRequest, tool: ExposedTool, approved = false): Promise<ToolCallOutcome> => {
+    const run = (
+      request: ToolCallRequest,
+      tool: ExposedTool,
+      approved = false,
+      traceparent?: string
+    ): Promise<ToolCallOutcome> => {
       const target = tool.target
       if (target._tag === "Http") return viaHttp(request, tool, target, approved)
       if (target._tag === "Backend") {
         return tool.paramHeaders.length > 0
           ? viaClient(request, tool, target, approved)
-          : viaChannel(request, tool, target, approved)
+          : viaChannel(request, tool, target, approved, traceparent)
       }
       return Promise.resolve(unknownTool(request.name))
     }
@@ -645,13 +657,22 @@ export const ToolCallsLive = Layer.scoped(
           },
           approvalSettings
         )
-      ).then((outcome) => ({
-        _tag: "Result",
-        result:
-          outcome._tag === "Pending"
-            ? pendingResult(outcome.row, approvalUrlOf(config.server.public_url, outcome.row.id), outcome.created)
-            : requestRefusal(outcome)
-      }))
+      )
+        .then((outcome) => {
+          if (tracer !== undefined && outcome._tag === "Pending") {
+            closeSpan(
+              openSpan(tracer, "approval.request", request.span, "internal", { "gateway.approval.id": outcome.row.id })
+            )
+          }
+          return outcome
+        })
+        .then((outcome) => ({
+          _tag: "Result",
+          result:
+            outcome._tag === "Pending"
+              ? pendingResult(outcome.row, approvalUrlOf(config.server.public_url, outcome.row.id), outcome.created)
+              : requestRefusal(outcome)
+        }))
     }
 
     return {
@@ -661,15 +682,26 @@ export const ToolCallsLive = Layer.scoped(
         const tool = backends.index().toolByName.get(request.name)
         if (tool === undefined) return Promise.resolve(unknownTool(request.name))
         const decision = engine.decide(request.view, tool, request.arguments)
+        observeDecision(tracer, request.span, tool, decision)
+        const backend = backends.index().endpoints[tool.endpoint]?.id ?? "gateway"
         if (decision._tag === "Deny") {
           logDenial(request, tool, decision)
+          countCall(backend, tool, "denied")
           return Promise.resolve(unknownTool(request.name))
         }
         const deep = tooDeepPart(request)
-        if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
-        if (decision._tag === "NeedsApproval") return askApproval(request, tool, decision.policy)
+        if (deep !== undefined) {
+          countCall(backend, tool, "invalid")
+          return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
+        }
+        if (decision._tag === "NeedsApproval") {
+          countCall(backend, tool, "approval_required")
+          return askApproval(request, tool, decision.policy)
+        }
         if (tool.gateway !== undefined) return tool.gateway.call(request, runner)
-        return run(request, tool)
+        return observeBackendCall(tracer, request.span, backend, tool, (traceparent) =>
+          run(request, tool, false, traceparent)
+        )
       }
     }
   })

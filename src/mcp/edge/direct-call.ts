@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http"
 import { CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
-import type { Context } from "effect"
+import type { Context, Tracer } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
 import { version } from "../../version.js"
@@ -68,6 +68,8 @@ export interface DirectCallContext {
   readonly signal: AbortSignal
   /** Absolute deadline (ms since epoch) for the backend's answer. */
   readonly deadline: number
+  /** The request's span, when tracing is on. */
+  readonly span?: Tracer.AnySpan | undefined
 }
 
 const serverInfo = { name: "gateway", version }
@@ -119,6 +121,7 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
     requestId: call.id,
     signal: context.signal,
     deadline: context.deadline,
+    ...(context.span === undefined ? {} : { span: context.span }),
     ...(onProgress === undefined ? {} : { onProgress }),
     // `debug`: the whole log, also from a 2026-07-28 backend, which logs only at a level the request names.
     ...(onLog === undefined ? {} : { onLog, logLevel: "debug" as const }),

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { isJsonContentType } from "@modelcontextprotocol/server"
-import { Cause, Context, Duration, Effect, Exit, Layer, LogLevel, Option, Runtime } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, LogLevel, Option, Runtime, type Tracer } from "effect"
 import { resolveClientAddress, trustedProxyList } from "../../auth/client-address.js"
 import { BearerVerifier } from "../../bearer/verifier.js"
 import { Config } from "../../config/service.js"
@@ -19,6 +19,8 @@ import {
   storeUnavailable
 } from "../../http/request-context.js"
 import { isRecord } from "../../json.js"
+import { methodLabel, metrics } from "../../observability/metrics.js"
+import { closeSpan, incomingParent, openSpan, Tracing } from "../../observability/tracing.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
@@ -84,6 +86,12 @@ const headerText = (value: string | ReadonlyArray<string> | undefined) =>
 
 const acceptsStream = (accept: string | undefined) => accept?.includes("text/event-stream") === true
 
+/** What the metrics and the trace learn of a request as it is served: its JSON-RPC method, its span. */
+interface Observed {
+  method: unknown
+  readonly span: Tracer.Span | undefined
+}
+
 export const McpPostLive = Layer.scoped(
   McpPost,
   Effect.gen(function* () {
@@ -97,6 +105,8 @@ export const McpPostLive = Layer.scoped(
     const accessLog = config.log_level === "debug"
     const requestTimeoutMs = Duration.toMillis(config.request_timeout)
     const directPath = yield* DirectPathEnabled
+    const { tracer, external } = yield* Tracing
+    const trustIncoming = config.observability.trust_incoming_trace
     const { modernRevisions, modernListTail } = yield* Effect.promise(sdkProfile)
     const everyVersion = servedVersions(modernRevisions)
     const toolPages = new ToolPages(config.catalog.page_size, modernListTail)
@@ -174,7 +184,8 @@ export const McpPostLive = Layer.scoped(
       reply: Reply,
       allowedOrigin: boolean,
       signal: AbortSignal,
-      started: number
+      started: number,
+      observed: Observed
     ) => {
       if (!allowedOrigin) throw originRefused
       // Refused before the body is read; and decided again once it has arrived, so a request whose
@@ -189,6 +200,7 @@ export const McpPostLive = Layer.scoped(
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
       const parsed = parseMessage(await readBody(request, signal))
       const view = withBody ? first : await authorize(request.headers.authorization)
+      if (parsed._tag === "Message" && isRecord(parsed.message)) observed.method = parsed.message["method"]
       if (parsed._tag === "Rejected") {
         const { status, code, message } = parsed.rejection
         return reply.message(status, { jsonrpc: "2.0", id: null, error: { code, message } })
@@ -207,7 +219,8 @@ export const McpPostLive = Layer.scoped(
         if (result !== undefined) return reply.result(list.id, result)
       }
       const call = directPath ? directToolCall(parsed.message, request.headers, modernRevisions) : undefined
-      if (call !== undefined) return serveDirectCall(call, { view, toolCalls, signal, deadline }, reply)
+      const span = observed.span
+      if (call !== undefined) return serveDirectCall(call, { view, toolCalls, signal, deadline, span }, reply)
       const problem = invalidParams(parsed.message)
       if (problem !== undefined) {
         const id = (parsed.message as { id: string | number | null }).id
@@ -216,7 +229,7 @@ export const McpPostLive = Layer.scoped(
       const response = await endpoint.serve(
         new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
         parsed.message,
-        { view, deadline }
+        { view, deadline, span }
       )
       const method = isRecord(parsed.message) ? parsed.message["method"] : undefined
       return reply.web(withSessionId(parsed.message, await withEveryVersion(method, response, everyVersion)))
@@ -260,6 +273,21 @@ export const McpPostLive = Layer.scoped(
       const started = performance.now()
       const startedAt = Date.now()
       const requestId = newRequestId()
+      const observed: Observed = {
+        method: undefined,
+        span:
+          tracer === undefined
+            ? undefined
+            : openSpan(
+                tracer,
+                "POST /mcp",
+                trustIncoming
+                  ? incomingParent(request.headers.traceparent, request.headers.tracestate, external)
+                  : undefined,
+                "server",
+                { "http.request.method": "POST", "http.route": "/mcp" }
+              )
+      }
       const origin = request.headers.origin
       const allowedOrigin = originAllowed(origin)
       const controller = new AbortController()
@@ -280,6 +308,14 @@ export const McpPostLive = Layer.scoped(
         if (!response.writableFinished) controller.abort(disconnected)
         // 499 (as nginx logs it): the client went away before any answer.
         const status = response.headersSent ? response.statusCode : 499
+        const method = methodLabel(observed.method)
+        metrics.request("/mcp", status)
+        metrics.mcpRequest(method, (performance.now() - started) / 1000)
+        if (observed.span !== undefined) {
+          observed.span.attribute("http.response.status_code", status)
+          observed.span.attribute("mcp.method.name", method)
+          closeSpan(observed.span, status >= 500 ? String(status) : status === 499 ? "client_closed" : undefined)
+        }
         if (shouldLogAccess(accessLog, status, request)) {
           log(accessLogLevel(status), "request", {
             request_id: requestId,
@@ -293,7 +329,7 @@ export const McpPostLive = Layer.scoped(
         if (reason instanceof HttpError && !reply.sent) reply.error(reason)
         else reply.end()
       })
-      serve(request, reply, allowedOrigin, controller.signal, startedAt).then(
+      serve(request, reply, allowedOrigin, controller.signal, startedAt, observed).then(
         () => {
           if (controller.signal.aborted) reply.end()
         },

@@ -10,7 +10,7 @@ import {
   type ServerCapabilities,
   type ServerContext
 } from "@modelcontextprotocol/server"
-import type { Context } from "effect"
+import type { Context, Tracer } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
 import { version } from "../../version.js"
@@ -30,6 +30,8 @@ import type { BackendSlot } from "../upstream/slot.js"
 export interface RequestGrant {
   readonly view: View
   readonly deadline: number
+  /** The request's span, when tracing is on. */
+  readonly span?: Tracer.AnySpan | undefined
 }
 
 export interface FactoryDeps {
@@ -142,6 +144,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         deadline: grant.deadline,
+        ...(grant.span === undefined ? {} : { span: grant.span }),
         ...(onProgress === undefined ? {} : { onProgress }),
         onLog: (message) => {
           ctx.mcpReq

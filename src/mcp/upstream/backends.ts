@@ -8,6 +8,7 @@ import { buildIndex, type CatalogIndex } from "../catalog/index.js"
 import { AnswerBudget, AnswerBudgetTag } from "./answer-budget.js"
 import type { BackendChannel } from "./channel.js"
 import { type BackendConnection, type BackendUnreachable, connectAndFetch, fetchCatalog } from "./connection.js"
+import { failureClass } from "./failure-class.js"
 import { type BackendSlot, ReconnectTiming, type Wakeup } from "./slot.js"
 
 /** Catalogs of the generation being replaced, by catalog-source identity (docs/mcp.md, "Backends"). */
@@ -141,6 +142,7 @@ export const BackendsLive = Layer.scoped(
         slot.channel = undefined
         slot.session = undefined
         slot.status = "unavailable"
+        slot.lastError = failureClass(reason)
         if (client !== undefined) yield* Effect.promise(() => client.close().catch(() => {}))
         yield* Effect.logWarning("backend unavailable").pipe(Effect.annotateLogs({ backend: slot.config.id, reason }))
       })
@@ -156,7 +158,8 @@ export const BackendsLive = Layer.scoped(
           session: result.right.session,
           catalog: result.right.catalog,
           inherited: false,
-          status: "ready"
+          status: "ready",
+          catalogAt: now()
         })
         const waiting = channelWaiters[slots.indexOf(slot)]
         for (const wake of waiting ?? []) wake()
@@ -165,7 +168,12 @@ export const BackendsLive = Layer.scoped(
         )
       }
       const inherited = previous._tag === "Some" ? previous.value.get(slot.identity) : undefined
-      Object.assign(slot, { status: "unavailable", catalog: inherited, inherited: inherited !== undefined })
+      Object.assign(slot, {
+        status: "unavailable",
+        catalog: inherited,
+        inherited: inherited !== undefined,
+        lastError: failureClass(result.left.reason)
+      })
       return Effect.logWarning("backend not connected").pipe(
         Effect.annotateLogs({ backend: slot.config.id, reason: result.left.reason, inherited: inherited !== undefined })
       )
@@ -256,6 +264,7 @@ export const BackendsLive = Layer.scoped(
           const check = fetchCatalog(slot.config, slot.client).pipe(
             Effect.tap((catalog) =>
               Effect.sync(() => {
+                slot.catalogAt = now()
                 if (sameCatalog(slot.catalog, catalog)) return
                 slot.catalog = catalog
                 publish()
@@ -283,6 +292,7 @@ export const BackendsLive = Layer.scoped(
         const queue = wakeups[at]
         const slot = slots[at]
         if (queue === undefined || slot === undefined) return
+        slot.lastError = failureClass(reason)
         logFailure(at, slot, reason)
         Queue.unsafeOffer(queue, "failed")
       },

@@ -100,6 +100,8 @@ export interface CallOptions {
    * declines what it has no handler for.
    */
   readonly onRequest?: (request: { readonly method: string; readonly params: unknown }) => Promise<ChannelAnswer>
+  /** W3C `traceparent` of the gateway's span for this call, sent so the backend's spans join the trace. */
+  readonly traceparent?: string
 }
 
 export interface BackendChannel {
@@ -556,7 +558,8 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         headersFor(session, method, name).then(
           (headers) => {
             if (settled) return
-            connections.dispatch({ origin, method: "POST", path, headers, body }, reader(attempt))
+            const sent = options.traceparent === undefined ? headers : { ...headers, traceparent: options.traceparent }
+            connections.dispatch({ origin, method: "POST", path, headers: sent, body }, reader(attempt))
           },
           () => fail("failed", "no token for the backend could be obtained")
         )

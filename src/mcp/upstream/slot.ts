@@ -20,6 +20,10 @@ export interface BackendSlot {
   catalog: BackendCatalog | undefined
   /** The catalog came from the previous generation (docs/mcp.md, "Backends"); never counts as ready. */
   inherited: boolean
+  /** When its catalog was last fetched (ms since epoch); undefined before the first (docs/operations.md, "Metrics"). */
+  catalogAt?: number | undefined
+  /** The class of its last connection or probe failure (`connect`, `timeout`, `http_503`, …); undefined before any. */
+  lastError?: string | undefined
 }
 
 /** `called`: a caller wanted the backend while it was unavailable (docs/mcp.md, "Backends"). */
