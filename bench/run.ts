@@ -24,7 +24,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "webhooks", load: () => import("./webhooks.js") },
   { name: "audit", load: () => import("./audit.js") },
   { name: "http-tools", load: () => import("./http-tools.js") },
-  { name: "openapi", load: () => import("./openapi.js") }
+  { name: "openapi", load: () => import("./openapi.js") },
+  { name: "tool-sources", load: () => import("./tool-sources.js") }
 ]
 
 const picked = process.argv.slice(2)
