@@ -56,7 +56,11 @@ export const composeSources = (loaded: LoadedConfig, overlay?: SourceOverlay) =>
   Effect.gen(function* () {
     const stored = yield* storedSources(loaded.config.backends)
     if (!stored.initialized && overlay === undefined) {
-      return { ...loaded, sources: { managed: false, http: [], toolGroups: [] } } satisfies LoadedConfig
+      // Sources a caller set already (the tests' in-process gateways, as composition would) are kept.
+      return {
+        ...loaded,
+        sources: loaded.sources ?? { managed: false, http: [], toolGroups: [] }
+      } satisfies LoadedConfig
     }
     // A configuration fresh from the file (start-up, SIGHUP) whose backends[] no longer apply: say so.
     if (stored.initialized && loaded.sources === undefined && loaded.config.backends.length > 0) {
