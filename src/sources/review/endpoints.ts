@@ -39,14 +39,8 @@ const notFound = () => fail(messagePage("Not found", "No such configuration chan
 /** The review forms' anti-CSRF token: derived from the HttpOnly sign-in cookie, like the approval pages'. */
 export const configReviewCsrfOf = (cookieToken: string) => sha256Hex(`config-review-csrf:${cookieToken}`)
 
-/** The service that holds proposals; absent in a build without it, where the pages say so. */
-const changes = Effect.flatMap(Effect.serviceOption(ConfigChanges), (found) =>
-  Option.match(found, {
-    onNone: () =>
-      fail(messagePage("Not available", "Configuration review is not available in this build of the gateway.", 503)),
-    onSome: Effect.succeed
-  })
-)
+/** The service that holds proposals (process-wide: src/sources/changes-live.ts). */
+const changes = ConfigChanges
 
 const settingsOf = Effect.map(Config, ({ config }): ReviewSettings => {
   const changesSettings = config.admin.approvals.policy_changes

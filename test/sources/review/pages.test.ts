@@ -421,14 +421,16 @@ describe("configuration review: signing in and addresses", () => {
     })
   )
 
-  it.scoped("a gateway running without the configuration-change service says review is not available (503)", () =>
-    Effect.gen(function* () {
-      const gateway = yield* oauthGateway({ patch: { admin: { approvals: { policy_changes: { enabled: true } } } } })
-      const reviewer = yield* signedInPerson(gateway, ["security_reviewer"])
-      const answer = yield* send(gateway, "/auth/reviews", { headers: { cookie: reviewer.cookie } })
-      expect(answer.status).toBe(503)
-      expect(answer.text).toContain("not available")
-    })
+  it.scoped(
+    "a gateway's own configuration-change service serves the pages: nothing pending is an empty list (200)",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway({ patch: { admin: { approvals: { policy_changes: { enabled: true } } } } })
+        const reviewer = yield* signedInPerson(gateway, ["security_reviewer"])
+        const answer = yield* send(gateway, "/auth/reviews", { headers: { cookie: reviewer.cookie } })
+        expect(answer.status).toBe(200)
+        expect(answer.text).not.toContain("/auth/reviews/")
+      })
   )
 
   it.scoped("in external mode there is no browser sign-in: the review paths are 404", () =>
