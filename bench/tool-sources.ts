@@ -75,7 +75,7 @@ export const run = async (): Promise<Table> => {
         params: { name: which === "backend" ? "beta__echo" : "rest__echo", arguments: { message: "hi" } }
       })
       const answer = await sendTimed(agents[which], "POST", gateway.mcpUrl, headers, body)
-      if (answer.status !== 200 || !answer.body.includes(which === "backend" ? "beta:hi" : "rest:hi"))
+      if (answer.status !== 200 || !answer.body.includes(which === "backend" ? '"text":"hi"' : "rest:hi"))
         throw new Error(`${which}: ${answer.status} ${answer.body.slice(0, 200)}`)
       return answer.ms
     }
