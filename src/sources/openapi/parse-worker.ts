@@ -156,7 +156,27 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       : { pointer: best.pointer, message: `${best.message}${more}` }
   }
 
-  let parser: Promise<typeof import("@scalar/openapi-parser")> | undefined
+  type ValidateResult = Awaited<ReturnType<typeof import("@scalar/openapi-parser")["validate"]>>
+  interface OneValidator {
+    readonly validate: (filesystem: unknown) => Pick<ValidateResult, "valid" | "errors">
+  }
+  /**
+   * One of the parser's validators for every import this worker runs: the parser's own `validate()` makes a
+   * new one per call, which compiles the OpenAPI meta-schema again each time (hundreds of ms); this one
+   * keeps its compiled schema per OpenAPI version. Imports run one at a time, so its state is never shared.
+   */
+  let validating:
+    | Promise<{ readonly validator: OneValidator; readonly filesystemOf: (document: unknown) => unknown }>
+    | undefined
+  const loadValidator = () =>
+    Promise.all([
+      importModule(new URL("./lib/Validator/Validator.js", parserUrl).href) as Promise<{
+        readonly Validator: new () => OneValidator
+      }>,
+      importModule(new URL("./utils/make-filesystem.js", parserUrl).href) as Promise<{
+        readonly makeFilesystem: (document: unknown) => unknown
+      }>
+    ]).then(([{ Validator }, { makeFilesystem }]) => ({ validator: new Validator(), filesystemOf: makeFilesystem }))
   const run = async () => {
     const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
     const parsed = parse()
@@ -168,10 +188,10 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       return fail("/openapi", "expected an OpenAPI 3.0 or 3.1 document (`openapi: 3.0.x` or `3.1.x`)")
     }
     if (!checkReferences(document)) return
-    parser ??= importModule(parserUrl) as Promise<typeof import("@scalar/openapi-parser")>
-    const { validate } = await parser
+    validating ??= loadValidator()
+    const { validator, filesystemOf } = await validating
     // The parser resolves references on its own copy; the document it is given stays as parsed.
-    const result = await validate(document as never)
+    const result = validator.validate(filesystemOf(document))
     if (!result.valid) {
       const finding = firstFinding(result.errors ?? [])
       return fail(finding.pointer, finding.message)
