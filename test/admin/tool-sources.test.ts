@@ -11,40 +11,11 @@ import { Effect } from "effect"
 import { AuditEventRepo } from "../../src/store/audit-events.js"
 import { adminToken, ifMatch, managementApi } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
-import { grantAccessTo } from "../support/grants.js"
 import { LogCapture } from "../support/logs.js"
-import { alphaTools, commonTools, startBackend } from "../support/mcp-backends.js"
-import { jsonRpcOf, postToolsList } from "../support/mcp-clients.js"
-import { inGateway, type OAuthGateway, oauthGateway } from "../support/oauth-gateway.js"
-import { mintSessionToken } from "../support/oauth-session.js"
+import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+import { backendServer, mcpUser } from "../support/tool-source-gateway.js"
 
-const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 const SECRET = "header-secret-value-0123456789"
-
-const backendServer = (name: string) =>
-  Effect.acquireRelease(
-    promise(() => startBackend(name, name === "alpha" ? alphaTools : (server) => commonTools(server, name))),
-    (started) => promise(() => started.stop())
-  )
-
-/** A user granted every tool of `endpoints`, and the tool names `/mcp` lists for them now. */
-const mcpUser = (gateway: OAuthGateway, endpoints: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const { token, userId } = yield* inGateway(gateway)(
-      mintSessionToken({ issuer: gateway.issuer, audience: gateway.mcpUrl })
-    )
-    yield* inGateway(gateway)(
-      grantAccessTo(
-        userId,
-        endpoints.map((endpoint) => ({ endpoint_id: endpoint, tools: ["*"] }))
-      )
-    )
-    return promise(async () => {
-      const answer = await jsonRpcOf(await postToolsList(gateway.mcpUrl, token))
-      const result = answer["result"] as { tools: Array<{ name: string }> }
-      return result.tools.map((tool) => tool.name).sort()
-    })
-  })
 
 const backendBody = (id: string, url: string, extra: Record<string, unknown> = {}) => ({
   id,

@@ -15,39 +15,12 @@ import { ProposalRepo } from "../../src/store/source-proposals.js"
 import { UserRepo } from "../../src/store/users.js"
 import { adminToken, ifMatch, managementApi } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
-import { grantAccessTo } from "../support/grants.js"
 import { LogCapture } from "../support/logs.js"
-import { alphaTools, commonTools, startBackend } from "../support/mcp-backends.js"
-import { jsonRpcOf, postToolsList } from "../support/mcp-clients.js"
-import { inGateway, type OAuthGateway, oauthGateway } from "../support/oauth-gateway.js"
-import { mintSessionToken } from "../support/oauth-session.js"
+import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
+import { backendServer, mcpUser } from "../support/tool-source-gateway.js"
 
-const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 const SECRET = "header-secret-value-0123456789"
 const reviewer: Person = { user_id: "security-reviewer-1", name: "Rita Reviewer" }
-
-const backendServer = (name: string) =>
-  Effect.acquireRelease(
-    promise(() => startBackend(name, name === "alpha" ? alphaTools : (server) => commonTools(server, name))),
-    (started) => promise(() => started.stop())
-  )
-
-const mcpUser = (gateway: OAuthGateway, endpoints: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const { token, userId } = yield* inGateway(gateway)(
-      mintSessionToken({ issuer: gateway.issuer, audience: gateway.mcpUrl })
-    )
-    yield* inGateway(gateway)(
-      grantAccessTo(
-        userId,
-        endpoints.map((endpoint) => ({ endpoint_id: endpoint, tools: ["*"] }))
-      )
-    )
-    return promise(async () => {
-      const answer = await jsonRpcOf(await postToolsList(gateway.mcpUrl, token))
-      return (answer["result"] as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name).sort()
-    })
-  })
 
 describe.each(storeKinds)("configuration review of tool sources (%s)", (kind) => {
   it.scopedLive(

@@ -14,9 +14,8 @@ import { launchChromium } from "../../support/browser.js"
 import { grantAccessTo } from "../../support/grants.js"
 import { LogCapture } from "../../support/logs.js"
 import { alphaTools, commonTools, startBackend, type TestBackend } from "../../support/mcp-backends.js"
-import { jsonRpcOf, postToolsList } from "../../support/mcp-clients.js"
 import { inGateway, type OAuthGateway, oauthGateway } from "../../support/oauth-gateway.js"
-import { mintSessionToken } from "../../support/oauth-session.js"
+import { mcpUser } from "../../support/tool-source-gateway.js"
 
 const PASSWORD = "a reviewer's long passphrase"
 const scope = Effect.runSync(Scope.make())
@@ -50,28 +49,10 @@ afterAll(async () => {
   await alpha?.stop()
 })
 
-/** A user granted every tool of `endpoints`; their `tools/list` names, sorted. */
-const mcpUser = async (endpoints: ReadonlyArray<string>) => {
-  const { token, userId } = await Effect.runPromise(
-    inGateway(gateway)(mintSessionToken({ issuer: gateway.issuer, audience: gateway.mcpUrl }))
-  )
-  await Effect.runPromise(
-    inGateway(gateway)(
-      grantAccessTo(
-        userId,
-        endpoints.map((endpoint) => ({ endpoint_id: endpoint, tools: ["*"] }))
-      )
-    )
-  )
-  return async () => {
-    const answer = await jsonRpcOf(await postToolsList(gateway.mcpUrl, token))
-    return (answer["result"] as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name).sort()
-  }
-}
-
 describe("configuration review end to end (live ConfigChanges, Chromium)", () => {
   it("an administrator proposes a backend, a second person approves it in the browser, and its tools reach /mcp", async () => {
-    const toolNames = await mcpUser(["alpha", "notes"])
+    const listed = await Effect.runPromise(mcpUser(gateway, ["alpha", "notes"]))
+    const toolNames = () => Effect.runPromise(listed)
     expect(await toolNames()).toEqual(["alpha__echo"])
 
     // The proposal: 202, nothing activated.
