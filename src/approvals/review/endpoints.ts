@@ -2,14 +2,12 @@ import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "@effect/
 import { Effect, Option } from "effect"
 import { OAuthParams } from "../../auth/authorize/params.js"
 import { currentSignIn, type SignedIn } from "../../auth/browser-session.js"
-import { browserBinding, setBrowserCookie } from "../../auth/cookies.js"
 import { readPageForm } from "../../auth/login/form.js"
 import { answerPage, PageResponse } from "../../auth/login/page-response.js"
-import { openTransaction, requireCsrf, requireSameOrigin } from "../../auth/login/transaction.js"
+import { requireCsrf, requireSameOrigin } from "../../auth/login/transaction.js"
 import { seeOther } from "../../auth/pages/html.js"
 import { messagePage } from "../../auth/pages/message.js"
 import { visibleText } from "../../auth/pages/visible-text.js"
-import { PendingAuthorizations } from "../../auth/pending.js"
 import { authSettings } from "../../auth/settings.js"
 import { Config } from "../../config/service.js"
 import { sha256Hex } from "../../crypto/hashing.js"
@@ -23,6 +21,7 @@ import { Approvals, type ReviewOutcome } from "../service.js"
 import { approvalSettingsOf } from "../settings.js"
 import { StepUps } from "../step-up.js"
 import { detailPage, listPage, type ReviewItem } from "./pages.js"
+import { startStepUp } from "./step-up-start.js"
 
 const fail = (response: HttpServerResponse.HttpServerResponse) => Effect.fail(new PageResponse({ response }))
 const notFound = () => fail(messagePage("Not found", "No such approval, or it is not yours to review.", 404))
@@ -202,35 +201,6 @@ export const stepUpEndpoint = answerPage(
     if (row === undefined || !mayView(row.row, reviewer)) return yield* notFound()
     const refusal = reviewRefusal(row.row, reviewer, "approve")
     if (refusal !== undefined) return messagePage("Not allowed", refusal.message, 403)
-    const upstream = yield* UpstreamSignIn
-    const connection = yield* upstream.current
-    if (connection?.protocol !== "oidc" || reviewer.user.namespace !== connection.namespace) {
-      return messagePage(
-        "Step-up not available",
-        "Step-up needs a sign-in through your organization's OpenID Connect provider; local, LDAP and OAuth2 sign-ins cannot provide it.",
-        403
-      )
-    }
-    const { config } = yield* Config
-    const approvalSettings = approvalSettingsOf(config)
-    const started = yield* Effect.either(
-      upstream.start(connection, {
-        acrValues: approvalSettings.stepUpAcrValues,
-        maxAge: Math.max(0, Math.floor(approvalSettings.stepUpMaxAgeMs / 1000))
-      })
-    )
-    if (started._tag === "Left") {
-      return messagePage("Identity provider unavailable", "The identity provider cannot be reached right now.", 502)
-    }
-    const binding = yield* browserBinding(settings)
-    const opened = yield* openTransaction(binding.value, undefined)
-    yield* (yield* PendingAuthorizations).update({
-      ...opened,
-      stage: "upstream",
-      upstream: started.right.attempt,
-      stepUp: { approvalId: id, userId: reviewer.user.id, sessionHash: sha256Hex(signedIn.token) }
-    })
-    const response = seeOther(started.right.url)
-    return binding.isNew ? yield* setBrowserCookie(settings, binding.value)(response) : response
+    return yield* startStepUp(settings, signedIn, { approvalId: id })
   })
 ).pipe(Effect.withSpan("approvals.stepUpEndpoint"))

@@ -1,18 +1,17 @@
 import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { startStepUp } from "../../approvals/review/step-up-start.js"
 import { namesOf } from "../../approvals/reviewers.js"
 import { approvalSettingsOf } from "../../approvals/settings.js"
 import { StepUps } from "../../approvals/step-up.js"
 import { OAuthParams } from "../../auth/authorize/params.js"
 import { currentSignIn, type SignedIn } from "../../auth/browser-session.js"
 import { addressBucket, clientAddress } from "../../auth/client-address.js"
-import { browserBinding, setBrowserCookie } from "../../auth/cookies.js"
 import { readPageForm } from "../../auth/login/form.js"
 import { answerPage, PageResponse } from "../../auth/login/page-response.js"
-import { csrfMatches, fromOwnOrigin, openTransaction } from "../../auth/login/transaction.js"
+import { csrfMatches, fromOwnOrigin } from "../../auth/login/transaction.js"
 import { seeOther } from "../../auth/pages/html.js"
 import { messagePage } from "../../auth/pages/message.js"
-import { PendingAuthorizations } from "../../auth/pending.js"
 import { type AuthSettings, authSettings } from "../../auth/settings.js"
 import { Config } from "../../config/service.js"
 import { sha256Hex } from "../../crypto/hashing.js"
@@ -300,39 +299,6 @@ export const stepUpEndpoint = answerPage(
     const query = new URL((yield* HttpServerRequest.HttpServerRequest).url, settings.origin).searchParams
     const { signedIn, facts } = yield* gather("step_up", proposalPath(id), { csrf: OAuthParams.fromSearch(query) }, id)
     yield* reviewable(facts, id)
-    const upstream = yield* UpstreamSignIn
-    const connection = yield* upstream.current
-    if (connection?.protocol !== "oidc" || signedIn!.user.namespace !== connection.namespace) {
-      return messagePage(
-        "Step-up not available",
-        "Step-up needs a sign-in through your organization's OpenID Connect provider; local, LDAP and OAuth2 sign-ins cannot provide it.",
-        403
-      )
-    }
-    const approvalSettings = approvalSettingsOf((yield* Config).config)
-    const started = yield* Effect.either(
-      upstream.start(connection, {
-        acrValues: approvalSettings.stepUpAcrValues,
-        maxAge: Math.max(0, Math.floor(approvalSettings.stepUpMaxAgeMs / 1000))
-      })
-    )
-    if (started._tag === "Left") {
-      return messagePage("Identity provider unavailable", "The identity provider cannot be reached right now.", 502)
-    }
-    const binding = yield* browserBinding(settings)
-    const opened = yield* openTransaction(binding.value, undefined)
-    yield* (yield* PendingAuthorizations).update({
-      ...opened,
-      stage: "upstream",
-      upstream: started.right.attempt,
-      stepUp: {
-        approvalId: id,
-        userId: signedIn!.user.id,
-        sessionHash: sha256Hex(signedIn!.token),
-        for: "config_change"
-      }
-    })
-    const response = seeOther(started.right.url)
-    return binding.isNew ? yield* setBrowserCookie(settings, binding.value)(response) : response
+    return yield* startStepUp(settings, signedIn!, { approvalId: id, for: "config_change" })
   })
 ).pipe(Effect.withSpan("configReview.stepUpEndpoint"))
