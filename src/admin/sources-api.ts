@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { ManagedBackend, ManagedHttpTool, ManagedOpenApiImport, ManagedToolGroup } from "../sources/definitions.js"
 import { SourceKind } from "../sources/schema.js"
+import { ProposalStateColumn } from "../store/source-proposals.js"
 import {
   BadRequest,
   Conflict,
@@ -53,15 +54,7 @@ export const Initialized = Schema.Struct({
 }).annotations({ identifier: "ToolSourcesInitialized" })
 
 const Person = Schema.Struct({ user_id: Schema.String, name: Schema.String })
-const ProposalState = Schema.Literal(
-  "pending_approval",
-  "applying",
-  "applied",
-  "rejected",
-  "failed",
-  "invalidated",
-  "unknown"
-)
+const ProposalState = ProposalStateColumn
 const ProposalFields = {
   id: Schema.String,
   kind: SourceKind,

@@ -1,4 +1,5 @@
 import { Context, Data, type Effect, type Option } from "effect"
+import type { ProposalStateColumn } from "../store/source-proposals.js"
 import type { SourceKind } from "./schema.js"
 
 /**
@@ -7,14 +8,8 @@ import type { SourceKind } from "./schema.js"
  * this service refuses self-review again and applies an approved proposal through a new generation.
  */
 
-export type ProposalState =
-  | "pending_approval"
-  | "applying"
-  | "applied"
-  | "rejected"
-  | "failed"
-  | "invalidated"
-  | "unknown"
+/** The states a proposal moves through, as stored (src/store/source-proposals.ts). */
+export type ProposalState = ProposalStateColumn
 
 export interface Person {
   readonly user_id: string

@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { ProposalStateColumn } from "../../store/source-proposals.js"
 import { AdminCommandFailed, AdminExit } from "./failure.js"
 import { adminSession, jsonBody, jsonOption, printJson, sessionOptions, usage } from "./session.js"
 
@@ -93,8 +94,6 @@ export const httpToolsCommand = sourceCommand("http-tools", "/api/v1/http-tools"
 export const openApiImportsCommand = sourceCommand("openapi-imports", "/api/v1/openapi-imports", "OpenAPI import")
 export const toolGroupsCommand = sourceCommand("tool-groups", "/api/v1/tool-groups", "tool group")
 
-const STATES = ["pending_approval", "applying", "applied", "rejected", "failed", "invalidated", "unknown"] as const
-
 /** `gateway admin proposals list [--state <state>]|show <id>`: configuration changes under review. */
 export const proposalsCommand = Command.make("proposals").pipe(
   Command.withDescription("Configuration changes under review and decided"),
@@ -103,7 +102,10 @@ export const proposalsCommand = Command.make("proposals").pipe(
       "list",
       {
         ...sessionOptions,
-        state: Options.choice("state", STATES).pipe(Options.withDescription("Only this state"), Options.optional)
+        state: Options.choice("state", ProposalStateColumn.literals).pipe(
+          Options.withDescription("Only this state"),
+          Options.optional
+        )
       },
       (options) =>
         Effect.gen(function* () {

@@ -1,22 +1,4 @@
-/** Header names an argument never sets: framing, routing and the credentials' own. */
-export const reservedHeaders = new Set([
-  "authorization",
-  "proxy-authorization",
-  "cookie",
-  "host",
-  "content-length",
-  "content-type",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "expect",
-  "proxy-connection"
-])
-
-/** Header names the endpoint's fixed headers cannot set either: framing and routing are the gateway's. */
+/** Header names the endpoint's fixed headers cannot set: framing and routing are the gateway's. */
 export const framingHeaders = new Set([
   "host",
   "content-length",
@@ -28,6 +10,15 @@ export const framingHeaders = new Set([
   "trailer",
   "expect",
   "proxy-connection"
+])
+
+/** Header names an argument never sets: framing, routing and the credentials' own. */
+export const reservedHeaders = new Set([
+  ...framingHeaders,
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "content-type"
 ])
 
 /** An HTTP header name (RFC 9110 token). */
