@@ -24,7 +24,7 @@ import {
   startOps,
   statusOf
 } from "../support/approvals.js"
-import { launchChromium } from "../support/browser.js"
+import { launchChromium, watchedBrowsers } from "../support/browser.js"
 import { LogCapture } from "../support/logs.js"
 import type { TestGateway } from "../support/mcp-gateway.js"
 
@@ -35,6 +35,7 @@ const MARKUP = "<img src=x onerror=alert(1)>"
 let ops: OpsBackend
 let gateway: TestGateway
 let chromium: Browser
+let browsers: ReturnType<typeof watchedBrowsers>
 let elsewhere: Server
 const logs = new LogCapture()
 
@@ -52,6 +53,7 @@ beforeAll(async () => {
   gateway = await startApprovalGateway(ops, {}, { logs })
   passwordHash = await gateway.run(hashPassword(Redacted.make(PASSWORD)))
   chromium = await launchChromium()
+  browsers = watchedBrowsers(chromium)
   elsewhere = createServer((_request, response) => {
     response.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(elsewherePage)
   })
@@ -78,24 +80,6 @@ const withPassword = (userId: string, displayName: string) =>
   )
 
 type Account = Awaited<ReturnType<typeof withPassword>>
-
-/** What every page of the run reported that it should not have: CSP violations, dialogs, script errors. */
-const problems = { csp: [] as Array<string>, dialogs: [] as Array<string>, errors: [] as Array<string> }
-
-/** A fresh browser (its own cookies) with one page, watched for CSP violations and dialogs. */
-const openBrowser = async () => {
-  const context = await chromium.newContext()
-  const page = await context.newPage()
-  page.on("console", (message) => {
-    if (message.text().includes("Content Security Policy")) problems.csp.push(message.text())
-  })
-  page.on("dialog", (dialog) => {
-    problems.dialogs.push(dialog.message())
-    void dialog.dismiss()
-  })
-  page.on("pageerror", (error) => problems.errors.push(error.message))
-  return { context, page }
-}
 
 /**
  * Opens the approval link signed out: the review page sends the browser to the sign-in page, which —
@@ -160,7 +144,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
     expect(approvalUrl).toBe(`${gateway.baseUrl}/sso/approvals/${approvalId}`)
 
     // Reviewer 1 follows the link signed out, signs in for real and lands on the approval.
-    const first = await openBrowser()
+    const first = await browsers.open()
     await signInVia(first.page, approvalUrl, alice)
     // The review page is served under the gateway's CSP: no script runs, nothing loads (checked at the end).
     const shown = await first.page.reload()
@@ -181,7 +165,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
     })
 
     // The requester holds the approver role too: their own request offers no Approve button…
-    const own = await openBrowser()
+    const own = await browsers.open()
     await signInVia(own.page, approvalUrl, requester)
     await expectReviewPage(own.page, args, requester, "1 of 2")
     expect(await own.page.locator("#approve").count()).toBe(0)
@@ -199,7 +183,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
     ])
 
     // Reviewer 2 signs in the same way.
-    const second = await openBrowser()
+    const second = await browsers.open()
     await signInVia(second.page, approvalUrl, bob)
     await expectReviewPage(second.page, args, requester, "1 of 2")
     const csrf = (await fieldOf(second.page, "approve", "csrf")) ?? ""
@@ -211,7 +195,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
     elsewherePage = `<!doctype html><title>elsewhere</title><form method="post" action="${approveUrl}"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="intent" value="${intent}"><button id="go">Continue</button></form>`
     const lure = await second.context.newPage()
     lure.on("console", (message) => {
-      if (message.text().includes("Content Security Policy")) problems.csp.push(message.text())
+      if (message.text().includes("Content Security Policy")) browsers.problems.csp.push(message.text())
     })
     await lure.goto(`${elsewhereOrigin()}/`)
     const [crossOrigin] = await Promise.all([
@@ -267,6 +251,6 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
     expect(logs.events("approval.executed")).toHaveLength(1)
 
     for (const each of [first, own, second]) await each.context.close()
-    expect(problems).toEqual({ csp: [], dialogs: [], errors: [] })
+    expect(browsers.problems).toEqual({ csp: [], dialogs: [], errors: [] })
   })
 })

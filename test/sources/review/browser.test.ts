@@ -13,7 +13,7 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base32Decode, totpAt } from "../../../src/identity/local/totp.js"
 import { addLocalUser } from "../../support/admin-api.js"
-import { launchChromium } from "../../support/browser.js"
+import { launchChromium, watchedBrowsers } from "../../support/browser.js"
 import type { TestChanges } from "../../support/config-changes.js"
 import { reviewGateway } from "../../support/config-review.js"
 import { grantAccessTo } from "../../support/grants.js"
@@ -28,12 +28,14 @@ const logs = new LogCapture()
 let gateway: OAuthGateway
 let changes: TestChanges
 let chromium: Browser
+let browsers: ReturnType<typeof watchedBrowsers>
 let elsewhere: Server
 let elsewherePage = ""
 
 beforeAll(async () => {
   ;({ gateway, changes } = await Effect.runPromise(Scope.extend(reviewGateway({ logs }), scope)))
   chromium = await launchChromium()
+  browsers = watchedBrowsers(chromium)
   elsewhere = createServer((_request, response) => {
     response.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(elsewherePage)
   })
@@ -59,22 +61,6 @@ const account = (username: string, roles: ReadonlyArray<string>) =>
       return { userId, username }
     })
   )
-
-const problems = { csp: [] as Array<string>, dialogs: [] as Array<string>, errors: [] as Array<string> }
-
-const openBrowser = async () => {
-  const context = await chromium.newContext()
-  const page = await context.newPage()
-  page.on("console", (message) => {
-    if (message.text().includes("Content Security Policy")) problems.csp.push(message.text())
-  })
-  page.on("dialog", (dialog) => {
-    problems.dialogs.push(dialog.message())
-    void dialog.dismiss()
-  })
-  page.on("pageerror", (error) => problems.errors.push(error.message))
-  return { context, page }
-}
 
 /** Follows the approval link signed out: the /sso sign-in (password, TOTP enrolment), then the proposal. */
 const signInVia = async (page: Page, approvalUrl: string, proposalUrl: string, who: { username: string }) => {
@@ -114,14 +100,14 @@ describe("a real browser (Chromium + playwright-core) reviewing a configuration 
     const proposalUrl = `${gateway.baseUrl}/auth/reviews/${id}`
 
     // The proposer, a security reviewer too, is offered no decision on their own proposal.
-    const own = await openBrowser()
+    const own = await browsers.open()
     await signInVia(own.page, approvalUrl, proposalUrl, proposer)
     expect(await own.page.locator("#approve").count()).toBe(0)
     expect(await own.page.locator("#reject").count()).toBe(0)
     expect(await text(own.page, "#blocked")).toBe("You proposed this change: another security reviewer must decide it.")
 
     // The second person follows the same link, signs in for real and lands on the proposal.
-    const second = await openBrowser()
+    const second = await browsers.open()
     await signInVia(second.page, approvalUrl, proposalUrl, reviewer)
     const shown = await second.page.reload()
     expect(shown?.headers()["content-security-policy"]).toContain("default-src 'none'")
@@ -166,6 +152,6 @@ describe("a real browser (Chromium + playwright-core) reviewing a configuration 
     ])
 
     for (const each of [own, second]) await each.context.close()
-    expect(problems).toEqual({ csp: [], dialogs: [], errors: [] })
+    expect(browsers.problems).toEqual({ csp: [], dialogs: [], errors: [] })
   })
 })
