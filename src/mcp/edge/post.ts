@@ -231,8 +231,7 @@ export const McpPostLive = Layer.scoped(
         parsed.message,
         { view, deadline, span }
       )
-      const method = isRecord(parsed.message) ? parsed.message["method"] : undefined
-      return reply.web(withSessionId(parsed.message, await withEveryVersion(method, response, everyVersion)))
+      return reply.web(withSessionId(parsed.message, await withEveryVersion(observed.method, response, everyVersion)))
     }
 
     const log = (level: LogLevel.LogLevel, message: string, annotations: Record<string, unknown>, cause?: unknown) =>
