@@ -1,6 +1,6 @@
 import type { GatewayConfig } from "../config/schema.js"
 import { roleScopeNames, roleScopesOf } from "../policy/roles.js"
-import type { ComposedSources } from "../sources/schema.js"
+import { type ComposedSources, endpointScopes } from "../sources/schema.js"
 
 /** Enables refresh tokens (docs/authorization-server.md, "Scopes"). */
 export const OFFLINE_ACCESS = "offline_access"
@@ -16,7 +16,7 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
  * (`grantableScope`, src/auth/held-scopes.ts).
  */
 export const scopesSupported = (config: GatewayConfig, sources?: ComposedSources): ReadonlyArray<string> => {
-  const named = [OFFLINE_ACCESS, ...roleScopeNames(roleScopesOf(config)), ...endpointScopes(config, sources)]
+  const named = [OFFLINE_ACCESS, ...roleScopeNames(roleScopesOf(config)), ...endpointScopes(config.backends, sources)]
   return [...new Set(named)]
 }
 
@@ -41,9 +41,3 @@ export const grantScope = (requested: string | undefined, supported: ReadonlyArr
 export const scopeText = (scope: ReadonlyArray<string>): string => scope.join(" ")
 
 export const parseScopeText = (text: string): ReadonlyArray<string> => text.split(" ").filter((token) => token !== "")
-
-/** Every endpoint's required scopes: backends, HTTP endpoints and tool groups, in that order (with repeats). */
-export const endpointScopes = (config: GatewayConfig, sources: ComposedSources | undefined): ReadonlyArray<string> =>
-  [...config.backends, ...(sources?.http ?? []), ...(sources?.toolGroups ?? [])].flatMap(
-    (endpoint) => endpoint.required_scopes
-  )

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from "../config/schema.js"
-import type { ComposedSources } from "../sources/schema.js"
+import { type ComposedSources, endpointScopes } from "../sources/schema.js"
 
 /**
  * RFC 9728 protected resource metadata for `server.public_url` (docs/mcp.md, "Tokens").
@@ -35,8 +35,7 @@ export const protectedResourceMetadata = (
   config: GatewayConfig,
   sources?: ComposedSources
 ): ProtectedResourceMetadata => {
-  const endpoints = [...config.backends, ...(sources?.http ?? []), ...(sources?.toolGroups ?? [])]
-  const scopes = [...new Set(endpoints.flatMap((endpoint) => endpoint.required_scopes))].sort()
+  const scopes = [...new Set(endpointScopes(config.backends, sources))].sort()
   return {
     resource: config.server.public_url,
     authorization_servers: [config.auth.issuer],

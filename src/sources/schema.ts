@@ -125,5 +125,14 @@ export interface ComposedSources {
 
 export const noManagedSources: ComposedSources = { managed: false, http: [], toolGroups: [] }
 
+/** Every endpoint's required scopes: the backends', then the HTTP endpoints' and tool groups' (with repeats). */
+export const endpointScopes = (
+  backends: ReadonlyArray<{ readonly required_scopes: ReadonlyArray<string> }>,
+  sources: ComposedSources | undefined
+): ReadonlyArray<string> =>
+  [...backends, ...(sources?.http ?? []), ...(sources?.toolGroups ?? [])].flatMap(
+    (endpoint) => endpoint.required_scopes
+  )
+
 export const SourceKind = Schema.Literal("backend", "http_tool", "openapi_import", "tool_group")
 export type SourceKind = typeof SourceKind.Type
