@@ -31,6 +31,8 @@ export type ExtraRoutes = HttpRouter.HttpRouter<never, GenerationServices>
 export interface Generation {
   readonly id: number
   readonly loaded: LoadedConfig
+  /** Its services (tests run a route's effect in them; src/admin builds the Management API from them). */
+  readonly context: Context.Context<GenerationServices>
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void
   /** The Management API (admin listener); built on its first request (src/admin/app.ts). */
   readonly handleAdmin: (request: IncomingMessage, response: ServerResponse) => void
@@ -121,6 +123,7 @@ export const buildGeneration = (
     return {
       id,
       loaded,
+      context: built.context,
       requests,
       handle: (request: IncomingMessage, response: ServerResponse) => {
         requests.add(request, response)

@@ -7,7 +7,8 @@ import type { LoadedConfig } from "../../src/config/service.js"
 import { parseConfigKey } from "../../src/crypto/config-key.js"
 import { initAdmin } from "../../src/identity/local/admin.js"
 import { baseLayer } from "../../src/runtime/base.js"
-import type { BaseServices } from "../../src/runtime/generation-layer.js"
+import type { Generation } from "../../src/runtime/build-generation.js"
+import type { BaseServices, GenerationServices } from "../../src/runtime/generation-layer.js"
 import { acquireGenerations } from "../../src/runtime/generations.js"
 import { adminRoute, type Listener, makeListener, publicRoute } from "../../src/runtime/listener.js"
 import type { ComposedSources } from "../../src/sources/schema.js"
@@ -31,6 +32,8 @@ export interface OAuthGateway {
   readonly mcpUrl: string
   readonly loaded: LoadedConfig
   readonly base: Context.Context<BaseServices>
+  /** The generation serving now (after a reload, the new one): its services, for `inGeneration`. */
+  readonly generation: () => Generation
 }
 
 export interface OAuthGatewayOptions {
@@ -158,10 +161,17 @@ const build = (options: OAuthGatewayOptions) =>
       issuer: `${origin}/sso`,
       mcpUrl: `${origin}/mcp`,
       loaded,
-      base
+      base,
+      generation: generations.current
     }
     return gateway
   })
+
+/** Runs `effect` in the services of the generation serving now (AccessState, PolicyEngine, Backends, …). */
+export const inGeneration =
+  (gateway: OAuthGateway) =>
+  <A, E>(effect: Effect.Effect<A, E, GenerationServices>): Effect.Effect<A, E> =>
+    quietly(Effect.provide(effect, gateway.generation().context))
 
 /** Runs `effect` against the gateway's process-wide services (repositories, Signer, SessionGuard). */
 export const inGateway =
