@@ -1,8 +1,5 @@
 import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
-import { Clock, Effect, Option } from "effect"
-import { Backends } from "../mcp/upstream/backends.js"
-import { AccessState } from "../policy/access-state.js"
-import { explainAccess } from "../policy/explain.js"
+import { Effect, Option } from "effect"
 import type { PolicyRefused, RefusalCode } from "../policy/refusal.js"
 import { type Actor, PolicyWrites } from "../policy/writes.js"
 import { GroupRepo } from "../store/groups.js"
@@ -11,11 +8,17 @@ import { UserRepo } from "../store/users.js"
 import { AdminCaller, ManagementApi } from "./api.js"
 import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
 import { type ApiStatus, apiError } from "./errors.js"
-import { groupRecord, userRecord } from "./records.js"
+import {
+  effectiveAccessOf,
+  groupRecordOf as readGroup,
+  userRecordOf as readUser,
+  userRecords
+} from "./identity-reads.js"
+import { groupRecord } from "./records.js"
 import { GroupCreateBody, GroupIdentityBody, GroupUpdateBody, type ListParams, UserUpdateBody } from "./schemas.js"
 
-/** The HTTP status of each refusal of a policy write (docs/management-api.md, "Errors"). */
-const statusOf: Record<RefusalCode, ApiStatus> = {
+/** The HTTP status of each refusal of a policy write (docs/management-api.md, "Errors"); the console's too. */
+export const refusalStatus: Record<RefusalCode, ApiStatus> = {
   invalid_request: 400,
   group_permissions_required: 400,
   builtin_group: 400,
@@ -44,7 +47,7 @@ const pageParams = (params: typeof ListParams.Type) =>
   })
 
 export const answerRefusal = (refused: PolicyRefused) =>
-  apiError(statusOf[refused.code], refused.code, refused.description)
+  apiError(refusalStatus[refused.code], refused.code, refused.description)
 
 const DEFAULT_PAGE = 500
 const MAX_PAGE = 1000
@@ -78,24 +81,13 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
     const groups = yield* GroupRepo
     const memberships = yield* MembershipRepo
     const writes = yield* PolicyWrites
-    const state = yield* AccessState
-    const backends = yield* Backends
 
-    // The names of this user's groups only: reading every group would decode every permission object.
-    const userRecordOf = (id: string) =>
-      Effect.gen(function* () {
-        const user = Option.getOrThrow(yield* users.findById(id))
-        const rows = yield* memberships.forUser(id)
-        const names = yield* groups.namesOf(rows.map((row) => row.group_id))
-        return userRecord(user, rows, new Map([...names].map(([groupId, name]) => [groupId, { name }])))
-      })
+    const userRecordOf = (id: string) => Effect.map(readUser(id), Option.getOrThrow)
 
     const groupRecordOf = (id: string) =>
-      Effect.gen(function* () {
-        const group = yield* groups.find(id)
-        if (group === undefined) return yield* apiError(404, "not_found", `No group "${id}".`)
-        return groupRecord(group, yield* memberships.countOf(id))
-      })
+      Effect.flatMap(readGroup(id), (found) =>
+        Option.isSome(found) ? Effect.succeed(found.value) : apiError(404, "not_found", `No group "${id}".`)
+      )
 
     /** If-Match, then the body: a write must say which revision it read before its body is judged. */
     const writeInput = (request: HttpServerRequest.HttpServerRequest) =>
@@ -110,14 +102,10 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
           const { limit, cursor } = yield* pageParams(urlParams)
           const page = yield* users.page(cursor, limit + 1)
           const shown = page.slice(0, limit)
-          const rows = yield* memberships.forUsers(shown.map((user) => user.id))
-          const byUser = new Map<string, Array<(typeof rows)[number]>>()
-          for (const row of rows) byUser.set(row.user_id, [...(byUser.get(row.user_id) ?? []), row])
           const allGroups = yield* groups.list
-          const index = new Map(allGroups.map((group) => [group.id, group]))
           const counts = yield* memberships.countByGroup
           return {
-            users: shown.map((user) => userRecord(user, byUser.get(user.id) ?? [], index)),
+            users: yield* userRecords(shown),
             groups: allGroups.map((group) => groupRecord(group, counts.get(group.id) ?? 0)),
             ...(page.length > limit ? { next_cursor: shown.at(-1)!.id } : {})
           }
@@ -197,15 +185,19 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
       )
       .handle("effectiveAccess", ({ path }) =>
         Effect.gen(function* () {
-          const grant = yield* state.grantOfUser(path.id)
-          if (grant === undefined) {
-            const group = yield* groups.find(path.id)
-            return yield* group === undefined
-              ? apiError(404, "not_found", `No identity "${path.id}".`)
-              : apiError(400, "invalid_request", `"${path.id}" is a group: effective access is shown per user.`)
+          const outcome = yield* effectiveAccessOf(path.id)
+          switch (outcome._tag) {
+            case "Missing":
+              return yield* apiError(404, "not_found", `No identity "${path.id}".`)
+            case "Group":
+              return yield* apiError(
+                400,
+                "invalid_request",
+                `"${path.id}" is a group: effective access is shown per user.`
+              )
+            case "Explained":
+              return outcome.access
           }
-          const index = backends.index()
-          return explainAccess(grant, index.endpoints, index.tools, yield* Clock.currentTimeMillis)
         })
       )
   })

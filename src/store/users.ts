@@ -90,6 +90,26 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       execute: ({ after, limit }) => sql`SELECT * FROM users WHERE id > ${after} ORDER BY id LIMIT ${limit}`
     })
 
+    const windowAfter = SqlSchema.findAll({
+      Request: Schema.Struct({
+        after: Schema.String,
+        window: Schema.Number,
+        pattern: Schema.String,
+        limit: Schema.Number
+      }),
+      Result: UserRow,
+      execute: ({ after, window, pattern, limit }) =>
+        sql`SELECT * FROM (SELECT * FROM users WHERE id > ${after} ORDER BY id LIMIT ${window}) scanned
+          WHERE lower(display_name) LIKE ${pattern} ESCAPE '!' OR lower(coalesce(username, '')) LIKE ${pattern} ESCAPE '!'
+          ORDER BY id LIMIT ${limit}`
+    })
+    const windowEnd = SqlSchema.findAll({
+      Request: Schema.Struct({ after: Schema.String, window: Schema.Number }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ after, window }) =>
+        sql`SELECT id FROM users WHERE id > ${after} ORDER BY id LIMIT 1 OFFSET ${window - 1}`
+    })
+
     const findById = Effect.fn("UserRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
     const findLocalByUsername = Effect.fn("UserRepo.findLocalByUsername")((username: string) =>
       byUsername(username).pipe(Effect.orDie)
@@ -102,6 +122,25 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
     const page = Effect.fn("UserRepo.page")((after: string, limit: number) =>
       pageAfter({ after, limit }).pipe(Effect.orDie)
     )
+
+    /**
+     * Up to `limit` users after `after` (by id) whose display name or username contains `text`
+     * (case-insensitive for ASCII letters), looking at no more than `window` users: a search over
+     * every user would grow with the table, and no index serves a substring. `next` is where the next
+     * search continues (the last match of a full page, or the end of the window), undefined at the end.
+     */
+    const searchWindow = Effect.fn("UserRepo.searchWindow")(function* (
+      after: string,
+      text: string,
+      window: number,
+      limit: number
+    ) {
+      const pattern = `%${text.toLowerCase().replace(/[!%_]/g, (char) => `!${char}`)}%`
+      const found = yield* windowAfter({ after, window, pattern, limit }).pipe(Effect.orDie)
+      if (found.length === limit) return { users: found, next: found.at(-1)!.id as string | undefined }
+      const end = yield* windowEnd({ after, window }).pipe(Effect.orDie)
+      return { users: found, next: end[0]?.id }
+    })
 
     const insertLocal = Effect.fn("UserRepo.insertLocal")(function* (user: NewLocalUser) {
       const id = newUserId()
@@ -205,6 +244,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       findEnterprise,
       findBuiltinAdmin,
       page,
+      searchWindow,
       insertLocal,
       insertEnterprise,
       setStatus,
