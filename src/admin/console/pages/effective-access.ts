@@ -70,7 +70,7 @@ ${
     ? html`<p>No tool is published now.</p>`
     : html`<table>
 <caption>${allowed} of ${access.tools.length} published tools allowed</caption>
-<thead><tr><th scope="col">Tool</th><th scope="col">Endpoint</th><th scope="col">Kind</th><th scope="col">Decision</th><th scope="col">Why</th></tr></thead>
+<thead><tr><th scope="col">Tool</th><th scope="col">Endpoint</th><th scope="col">Read or write</th><th scope="col">Decision</th><th scope="col">Why</th></tr></thead>
 <tbody>${rows}</tbody>
 </table>`
 }
