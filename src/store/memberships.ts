@@ -153,6 +153,21 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return (local[0]?.[1] ?? 0) + directory
     })
 
+    /** Members of each of `groupIds` (one statement, however many are asked): what a page of groups shows. */
+    const countsOf = Effect.fn("MembershipRepo.countsOf")(function* (groupIds: ReadonlyArray<string>) {
+      const counts = new Map<string, number>(groupIds.map((id) => [id, 0]))
+      if (groupIds.length === 0) return counts as ReadonlyMap<string, number>
+      const local = yield* countRows(
+        sql`SELECT group_id, COUNT(*) AS members FROM memberships
+          WHERE ${sql.in("group_id", groupIds)} AND source <> 'directory' GROUP BY group_id`
+      ).pipe(Effect.orDie)
+      for (const [groupId, members] of [...local, ...(yield* directoryCountsNow.pipe(Effect.orDie))]) {
+        const current = counts.get(groupId)
+        if (current !== undefined) counts.set(groupId, current + members)
+      }
+      return counts as ReadonlyMap<string, number>
+    })
+
     /**
      * Replaces the memberships of `userId` owned by `source` with exactly `groupIds`. Directory
      * memberships are written by a snapshot only (src/store/directory.ts).
@@ -181,6 +196,6 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return { added, removed }
     })
 
-    return { forUser, forUsers, countByGroup, countOf, replace } as const
+    return { forUser, forUsers, countByGroup, countOf, countsOf, replace } as const
   })
 }) {}

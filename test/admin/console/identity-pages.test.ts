@@ -295,6 +295,10 @@ describe.each(storeKinds)("console: groups (%s)", (kind) => {
       expect(empty).toContain("Administrators")
       expect(empty).toContain('<label for="new-group-name">Name</label>')
       expect(empty).toContain("<caption>Groups</caption>")
+      // The built-in Administrators group and its one member, the built-in administrator.
+      expect(empty).toMatch(
+        /Administrators<\/a> <span class="muted">\(built-in\)<\/span><\/th>\n<td>permission group<\/td>\n<td>yes<\/td>\n<td>1<\/td>/
+      )
 
       const created = yield* runConsoleRoute(
         gateway,

@@ -51,10 +51,8 @@ const groupList: ConsoleRoute = {
       const cursor = yield* cursorOf(request)
       const slice = yield* (yield* GroupRepo).slice(cursor, GROUPS_PAGE + 1)
       const shown = slice.slice(0, GROUPS_PAGE)
-      const memberships = yield* MembershipRepo
-      const records = yield* Effect.forEach(shown, (group) =>
-        Effect.map(memberships.countOf(group.id), (members) => groupRecord(group, members))
-      )
+      const counts = yield* (yield* MembershipRepo).countsOf(shown.map((group) => group.id))
+      const records = shown.map((group) => groupRecord(group, counts.get(group.id) ?? 0))
       const next = slice.length > GROUPS_PAGE ? shown.at(-1)!.id : undefined
       return {
         _tag: "Page" as const,
