@@ -49,9 +49,9 @@ const queryValue = (request: ConsoleRequest, name: string, max: number) =>
     return value
   })
 
-const peopleTable = (people: ReadonlyArray<UserRecord>, caption: string): Html =>
+const peopleTable = (people: ReadonlyArray<UserRecord>, caption: string, filtered: boolean): Html =>
   people.length === 0
-    ? html`<p>No people ${caption === "" ? "" : "match"} here.</p>`
+    ? html`<p>${filtered ? "No people match here." : "No people here."}</p>`
     : html`<table>
 <caption>${caption}</caption>
 <thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Groups</th></tr></thead>
@@ -104,7 +104,7 @@ const peopleList: ConsoleRoute = {
 <input type="text" id="people-filter" name="q" value="${filter}" maxlength="200">
 <button type="submit">Filter people</button>
 </form>
-${peopleTable(people, caption)}
+${peopleTable(people, caption, filter !== "")}
 ${next === undefined ? "" : html`<p><a href="/console/identities?${more.toString()}">More people</a></p>`}
 <p><a href="/console/groups">Permission groups and organization groups</a></p>`
       }

@@ -68,9 +68,11 @@ const secretField = (connection: "oidc" | "ldap", name: string, label: string, c
 const settingsForm = (request: ConsoleRequest, shown: Shown): Html => {
   const { oidc, ldap } = shown
   const scopes = Array.isArray(oidc["scopes"]) ? (oidc["scopes"] as ReadonlyArray<string>) : ["openid"]
+  // The first submit button is the one Enter presses: saving, never a probe of the other connection.
   return html`<form method="post" action="${PATH}">
 ${request.csrfField}
 <input type="hidden" name="revision" value="${shown.revision}">
+<p><button type="submit">Save both connections</button></p>
 <fieldset><legend>OIDC connection</legend>
 <label><input type="checkbox" name="oidc.enabled" value="on"${oidc["enabled"] === true ? html` checked` : ""}> People sign in through this OIDC provider</label>
 ${OIDC_TEXT.map((field) => textField("oidc", oidc, field))}
