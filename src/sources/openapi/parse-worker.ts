@@ -1,16 +1,26 @@
+import type { RefusalKit } from "./errors.js"
+import type { OperationsKit } from "./operations.js"
+
 /**
- * The CPU-heavy half of an OpenAPI import, run on a worker thread (parse.ts) so that a large document
+ * The CPU-heavy part of an OpenAPI import, run on a worker thread (parse.ts) so that a large document
  * never stalls the gateway's event loop and its memory is bounded apart from the gateway's: the
  * document's bytes hashed, parsed (JSON, or YAML with few aliases), every `$ref` checked to be internal
- * and to point at something, then validated against the OpenAPI 3.0 / 3.1 schema by
- * `@scalar/openapi-parser` (docs/decisions.md, "OpenAPI imports: the parser").
+ * and to point at something, validated against the OpenAPI 3.0 / 3.1 schema by
+ * `@scalar/openapi-parser` (docs/decisions.md, "OpenAPI imports: the parser"), then mapped to tools
+ * (operations.ts). Only the tools go back to the main thread, as JSON text.
  *
- * This function's source text is the worker's whole program (`new Worker(source, { eval: true })`), as
- * in src/events/archive/record-worker.ts: it uses nothing but its parameters and globals, and loads the
- * parser and `yaml` from the paths the main thread resolved. `importModule` is `import()` written in the
- * worker's own source (parse.ts): a test runner rewrites the `import()`s of the files it loads.
+ * This function's source text, after the mapping's kits', is the worker's whole program (`new
+ * Worker(source, { eval: true })`), as in src/events/archive/record-worker.ts: it uses nothing but its
+ * parameters and globals, and loads the parser and `yaml` from the paths the main thread resolved.
+ * `importModule` is `import()` written in the worker's own source (parse.ts): a test runner rewrites
+ * the `import()`s of the files it loads.
  */
-export function parseWorker(load: NodeJS.Require, importModule: (url: string) => Promise<unknown>): void {
+export function parseWorker(
+  load: NodeJS.Require,
+  importModule: (url: string) => Promise<unknown>,
+  { mapOperations }: OperationsKit,
+  { Refusal }: RefusalKit
+): void {
   const { parentPort, workerData } = load("node:worker_threads") as typeof import("node:worker_threads")
   const { createHash } = load("node:crypto") as typeof import("node:crypto")
   const { yamlPath, parserUrl, maxDepth } = workerData as {
@@ -22,7 +32,12 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
   // structured lines, and what a document makes a library print is not one.
   for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {}
 
-  /** The document of the job at hand: one at a time (parse.ts sends the next when this one answered). */
+  /** The job at hand: one at a time (parse.ts sends the next when this one answered). */
+  interface Job {
+    readonly text: string
+    readonly serverUrl?: string | undefined
+    readonly documentUrl?: string | undefined
+  }
   let text = ""
   type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
   const post = (message: unknown) => parentPort?.postMessage(message)
@@ -177,7 +192,7 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
         readonly makeFilesystem: (document: unknown) => unknown
       }>
     ]).then(([{ Validator }, { makeFilesystem }]) => ({ validator: new Validator(), filesystemOf: makeFilesystem }))
-  const run = async () => {
+  const run = async (job: Job) => {
     const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
     const parsed = parse()
     if (parsed === undefined) return
@@ -196,52 +211,55 @@ export function parseWorker(load: NodeJS.Require, importModule: (url: string) =>
       const finding = firstFinding(result.errors ?? [])
       return fail(finding.pointer, finding.message)
     }
-    await sendInParts(document)
-    post({ ok: true, sha256 })
+    let mapped: ReturnType<typeof mapOperations>
+    try {
+      mapped = mapOperations({
+        document: document as Record<string, unknown>,
+        version: version.startsWith("3.1") ? "3.1" : "3.0",
+        serverUrl: job.serverUrl,
+        documentUrl: job.documentUrl
+      })
+    } catch (error) {
+      if (error instanceof Refusal) return fail(error.pointer, error.message)
+      throw error
+    }
+    sendInParts("tools", mapped.tools)
+    sendInParts("skipped", mapped.skipped)
+    const info = isObject(document.info) ? document.info : {}
+    post({
+      ok: true,
+      sha256,
+      title: typeof info.title === "string" ? info.title : "",
+      version: typeof info.version === "string" ? info.version : ""
+    })
   }
 
   /**
-   * The document goes back in parts: the path items, webhooks and each kind of component in batches,
-   * the rest whole, each part once the main thread has taken the one before (`null` from it). Its port
-   * delivers every message waiting in one go, so parts sent all at once would be copied in as one; one
-   * at a time, the main thread's event loop turns between them (parse.ts).
+   * A list goes back as JSON texts of about `PART_CHARS` each: copying a string to the main thread is
+   * one copy of its bytes, and the main thread parses one part per turn of its event loop (parse.ts),
+   * where structured objects would be decoded all at once on arrival.
    */
-  let taken: (() => void) | undefined
-  const sendPart = (part: unknown) =>
-    new Promise<void>((resolve) => {
-      taken = resolve
-      post(part)
-    })
-  const sendInParts = async (document: { readonly [key: string]: Json }) => {
-    const batch = 64
-    const send = async (path: ReadonlyArray<string>, value: Json): Promise<void> => {
-      const [first] = path
-      const split =
-        isObject(value) &&
-        ((path.length === 1 && (first === "paths" || first === "webhooks" || first === "components")) ||
-          (path.length === 2 && first === "components"))
-      if (!split) return sendPart({ part: "value", path, value })
-      await sendPart({ part: "object", path })
-      const entries = Object.entries(value as { readonly [key: string]: Json })
-      if (path.length === 1 && first === "components") {
-        for (const [key, child] of entries) await send([...path, key], child)
-        return
-      }
-      for (let at = 0; at < entries.length; at += batch) {
-        await sendPart({ part: "entries", path, entries: entries.slice(at, at + batch) })
-      }
+  const PART_CHARS = 128 * 1024
+  const sendInParts = (kind: "tools" | "skipped", items: ReadonlyArray<unknown>) => {
+    let part: Array<string> = []
+    let size = 0
+    const flush = () => {
+      if (part.length > 0) post({ part: kind, json: `[${part.join(",")}]` })
+      part = []
+      size = 0
     }
-    for (const [key, value] of Object.entries(document)) await send([key], value)
+    for (const item of items) {
+      const json = JSON.stringify(item)
+      part.push(json)
+      size += json.length
+      if (size >= PART_CHARS) flush()
+    }
+    flush()
   }
 
-  parentPort?.on("message", (job: string | null) => {
-    if (job === null) {
-      const next = taken
-      taken = undefined
-      return next?.()
-    }
-    text = job
-    run()
+  parentPort?.on("message", (job: Job) => {
+    text = job.text
+    run(job)
       .catch(() => fail("", "the document could not be parsed"))
       .finally(() => {
         text = ""
