@@ -157,7 +157,8 @@ export const run = async (): Promise<Table> => {
     notes: [
       `${RUNS} imports one after another. The first starts the parser's worker thread (loading ` +
         "@scalar/openapi-parser: the cold figure); the others reuse it, as imports within 30 s of each other " +
-        "do: the warm median and p95 are theirs. The loop delay p99 is the worst run's 99th percentile of " +
+        "do: the worker parses, checks `$ref`s, validates and maps to tools; the main thread reads the tools' JSON " +
+        "a part per turn of its event loop. The warm median and p95 are theirs. The loop delay p99 is the worst run's 99th percentile of " +
         "`monitorEventLoopDelay` during an import, what a `/healthz` arriving then typically waited at worst; the stall is the " +
         "longest the event loop went without turning during an import (a 1 ms timer's lateness and " +
         "`monitorEventLoopDelay`'s maximum)."
