@@ -87,9 +87,13 @@ export function parseWorker(
    * Every `$ref` must be a JSON Pointer into this document: following another URL would let whoever
    * writes the document make the gateway fetch it. Checked before the parser sees the document, so
    * no resolver of the parser's is ever asked to. Also bounds the nesting the parser recurses into.
+   * Gives what `checkChains` needs once the document is valid: each reference's target, and the first
+   * `$ref` that is not a string.
    */
-  const checkReferences = (document: Json): boolean => {
+  const checkReferences = (document: Json): References | undefined => {
     const internal: Array<{ readonly at: string; readonly target: string }> = []
+    const targets = new Map<string, Json>()
+    let notString: { readonly at: string; readonly value: Json } | undefined
     const stack: Array<{ readonly value: Json; readonly at: string; readonly depth: number }> = [
       { value: document, at: "", depth: 0 }
     ]
@@ -98,7 +102,7 @@ export function parseWorker(
       if (typeof value !== "object" || value === null) continue
       if (depth > maxDepth) {
         fail(at, `nested deeper than ${maxDepth} levels`)
-        return false
+        return undefined
       }
       if (Array.isArray(value)) {
         value.forEach((child, index) => {
@@ -114,14 +118,14 @@ export function parseWorker(
             `${at}/$ref`,
             `the reference ${shown(ref)} leaves the document: only references inside it ("#/...") are followed`
           )
-          return false
+          return undefined
         }
         if (ref !== "#" && !ref.startsWith("#/")) {
           fail(`${at}/$ref`, `the reference ${shown(ref)} is not a JSON Pointer ("#/...")`)
-          return false
+          return undefined
         }
         internal.push({ at: `${at}/$ref`, target: ref })
-      }
+      } else if (ref !== undefined) notString ??= { at: `${at}/$ref`, value: ref }
       for (const [key, child] of Object.entries(record)) {
         stack.push({ value: child, at: `${at}/${escapeSegment(key)}`, depth: depth + 1 })
       }
@@ -133,7 +137,7 @@ export function parseWorker(
         segments = target === "#" ? [] : target.slice(2).split("/").map(decodeURIComponent).map(unescapeSegment)
       } catch {
         fail(at, `the reference ${shown(target)} is not a well-formed JSON Pointer`)
-        return false
+        return undefined
       }
       for (const segment of segments) {
         here =
@@ -146,8 +150,59 @@ export function parseWorker(
       }
       if (here === undefined) {
         fail(at, `the reference ${shown(target)} points at nothing in the document`)
-        return false
+        return undefined
       }
+      targets.set(target, here)
+    }
+    return { internal, targets, notString }
+  }
+
+  interface References {
+    /** Every `$ref` string (all `#…`, each pointing at something), where it is. */
+    readonly internal: ReadonlyArray<{ readonly at: string; readonly target: string }>
+    /** What each of those references names. */
+    readonly targets: ReadonlyMap<string, Json>
+    readonly notString: { readonly at: string; readonly value: Json } | undefined
+  }
+
+  /**
+   * What the parser's reference resolution refused, checked without it (docs/decisions.md, "OpenAPI
+   * imports"): a `$ref` that is not a string, and references that lead back to themselves (`A` is a
+   * `$ref` to `B`, which is a `$ref` to `A`: they name nothing). Run after the schema validation, as
+   * the parser ran its resolution after it.
+   */
+  const checkChains = (references: References): boolean => {
+    const { internal, targets, notString } = references
+    if (notString !== undefined) {
+      const what = Array.isArray(notString.value)
+        ? "an array"
+        : notString.value === null
+          ? "null"
+          : typeof notString.value
+      fail(notString.at, `a "$ref" must be a reference ("#/..."), not ${what}`)
+      return false
+    }
+    /** References known to lead to something that is not a reference. */
+    const ends = new Set<string>()
+    for (const { at, target } of internal) {
+      const chain = new Set<string>()
+      let ref: string | undefined = target
+      while (ref !== undefined && !ends.has(ref)) {
+        if (chain.has(ref)) {
+          fail(
+            at,
+            ref === target
+              ? `the reference ${shown(target)} leads back to itself: it names nothing`
+              : `the reference ${shown(target)} leads into a loop of references (through ${shown(ref)}): it names nothing`
+          )
+          return false
+        }
+        chain.add(ref)
+        const here = targets.get(ref)
+        const next = isObject(here) ? (here as { readonly [key: string]: Json }).$ref : undefined
+        ref = typeof next === "string" ? next : undefined
+      }
+      for (const each of chain) ends.add(each)
     }
     return true
   }
@@ -171,27 +226,32 @@ export function parseWorker(
       : { pointer: best.pointer, message: `${best.message}${more}` }
   }
 
-  type ValidateResult = Awaited<ReturnType<typeof import("@scalar/openapi-parser")["validate"]>>
+  type AjvErrors = ReadonlyArray<unknown> | null | undefined
   interface OneValidator {
-    readonly validate: (filesystem: unknown) => Pick<ValidateResult, "valid" | "errors">
+    readonly getAjvValidator: (version: "3.0" | "3.1") => ((document: unknown) => boolean) & { errors?: AjvErrors }
   }
+  type TransformErrors = (
+    document: unknown,
+    errors: AjvErrors
+  ) => ReadonlyArray<{ readonly message?: unknown; readonly path?: unknown }>
   /**
-   * One of the parser's validators for every import this worker runs: the parser's own `validate()` makes a
-   * new one per call, which compiles the OpenAPI meta-schema again each time (hundreds of ms); this one
-   * keeps its compiled schema per OpenAPI version. Imports run one at a time, so its state is never shared.
+   * The parser's validator, for every import this worker runs: the parser's own `validate()` makes a new
+   * one per call, which compiles the OpenAPI meta-schema again each time (hundreds of ms); this one keeps
+   * its compiled schema per OpenAPI version. Only its schema validation is used: the parser's reference
+   * resolution copies the whole document twice and expands every reference, most of an import's time
+   * for what `checkReferences` and `checkChains` find on the document as it is. Imports run one at a
+   * time, so its state is never shared.
    */
-  let validating:
-    | Promise<{ readonly validator: OneValidator; readonly filesystemOf: (document: unknown) => unknown }>
-    | undefined
+  let validating: Promise<{ readonly validator: OneValidator; readonly transformErrors: TransformErrors }> | undefined
   const loadValidator = () =>
     Promise.all([
       importModule(new URL("./lib/Validator/Validator.js", parserUrl).href) as Promise<{
         readonly Validator: new () => OneValidator
       }>,
-      importModule(new URL("./utils/make-filesystem.js", parserUrl).href) as Promise<{
-        readonly makeFilesystem: (document: unknown) => unknown
+      importModule(new URL("./utils/transform-errors.js", parserUrl).href) as Promise<{
+        readonly transformErrors: TransformErrors
       }>
-    ]).then(([{ Validator }, { makeFilesystem }]) => ({ validator: new Validator(), filesystemOf: makeFilesystem }))
+    ]).then(([{ Validator }, { transformErrors }]) => ({ validator: new Validator(), transformErrors }))
   const run = async (job: Job) => {
     const sha256 = createHash("sha256").update(text, "utf8").digest("hex")
     const parsed = parse()
@@ -202,15 +262,20 @@ export function parseWorker(
     if (typeof version !== "string" || !/^3\.[01]\.\d+$/.test(version)) {
       return fail("/openapi", "expected an OpenAPI 3.0 or 3.1 document (`openapi: 3.0.x` or `3.1.x`)")
     }
-    if (!checkReferences(document)) return
+    const references = checkReferences(document)
+    if (references === undefined) return
     validating ??= loadValidator()
-    const { validator, filesystemOf } = await validating
-    // The parser resolves references on its own copy; the document it is given stays as parsed.
-    const result = validator.validate(filesystemOf(document))
-    if (!result.valid) {
-      const finding = firstFinding(result.errors ?? [])
+    const { validator, transformErrors } = await validating
+    // What the parser's `validate()` does first: an `info` without a `version` is given "0.0.1".
+    const info = document.info
+    if (isObject(info) && !info.version) (info as Record<string, unknown>).version = "0.0.1"
+    const validateSchema = validator.getAjvValidator(version.startsWith("3.1") ? "3.1" : "3.0")
+    validateSchema(document)
+    if (validateSchema.errors !== null && validateSchema.errors !== undefined && validateSchema.errors.length > 0) {
+      const finding = firstFinding(transformErrors(document, validateSchema.errors))
       return fail(finding.pointer, finding.message)
     }
+    if (!checkChains(references)) return
     let mapped: ReturnType<typeof mapOperations>
     try {
       mapped = mapOperations({
@@ -225,12 +290,12 @@ export function parseWorker(
     }
     sendInParts("tools", mapped.tools)
     sendInParts("skipped", mapped.skipped)
-    const info = isObject(document.info) ? document.info : {}
+    const texts = isObject(info) ? (info as Record<string, unknown>) : {}
     post({
       ok: true,
       sha256,
-      title: typeof info.title === "string" ? info.title : "",
-      version: typeof info.version === "string" ? info.version : ""
+      title: typeof texts.title === "string" ? texts.title : "",
+      version: typeof texts.version === "string" ? texts.version : ""
     })
   }
 
@@ -239,7 +304,7 @@ export function parseWorker(
    * one copy of its bytes, and the main thread parses one part per turn of its event loop (parse.ts),
    * where structured objects would be decoded all at once on arrival.
    */
-  const PART_CHARS = 128 * 1024
+  const PART_CHARS = 64 * 1024
   const sendInParts = (kind: "tools" | "skipped", items: ReadonlyArray<unknown>) => {
     let part: Array<string> = []
     let size = 0

@@ -59,8 +59,8 @@ type Answer =
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /**
- * The worker's JSON parts as one list, one part per turn of the event loop: a part is about 128 KiB
- * (parse-worker.ts, `sendInParts`), a millisecond or two of `JSON.parse`, so requests waiting meanwhile
+ * The worker's JSON parts as one list, one part per turn of the event loop: a part is about 64 KiB
+ * (parse-worker.ts, `sendInParts`), about a millisecond of `JSON.parse` on a quiet machine, so requests waiting meanwhile
  * are answered between parts rather than after the whole list.
  */
 const decodeParts = <A>(parts: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<A>> =>

@@ -393,8 +393,18 @@ describe("the parser's worker", () => {
     expect(again).toEqual(petstore)
   })
 
+  it("takes an info without a version as the parser's validation does: version 0.0.1", async () => {
+    const document = {
+      ...document30({ "/pets": { get: { operationId: "listPets", responses: ok } } }),
+      info: { title: "t" }
+    }
+    const result = await imported({ source: { document } })
+    expect(result).toMatchObject({ title: "t", version: "0.0.1" })
+    expect(result.tools.map((tool) => tool.name)).toEqual(["listPets"])
+  })
+
   it("maps there and sends back every tool and skipped part, in document order, as the mapping made them", async () => {
-    // About 600 KB of tools and 200 KB of skipped entries: several of the worker's 128 KiB parts each.
+    // About 600 KB of tools and 200 KB of skipped entries: several of the worker's 64 KiB parts each.
     const paths: Record<string, unknown> = {}
     for (let at = 0; at < 1500; at++) {
       paths[`/items${at}/{id}`] = {
@@ -427,7 +437,7 @@ describe("the parser's worker", () => {
     expect(result.tools).toHaveLength(3000)
     expect(result.tools.slice(0, 3).map((tool) => tool.name)).toEqual(["get0", "put_items0_id", "get1"])
     expect(result.skipped).toHaveLength(3000)
-    expect(JSON.stringify(result.tools).length).toBeGreaterThan(4 * 128 * 1024)
+    expect(JSON.stringify(result.tools).length).toBeGreaterThan(4 * 64 * 1024)
     expect(result.tools).toEqual(inProcess.tools)
     expect(result.skipped).toEqual(inProcess.skipped)
   })
