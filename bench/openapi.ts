@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Effect } from "effect"
 import { importOpenApi } from "../src/sources/openapi/import.js"
-import { median } from "./support/stats.js"
+import { median, percentile } from "./support/stats.js"
 import { formatMs, type Table, verdict } from "./support/table.js"
 
 export const name = "openapi"
@@ -10,7 +10,7 @@ const TARGET_MS = 1000
 /** The longest the event loop may stall during an import: a /healthz answered within this meanwhile. */
 const TARGET_STALL_MS = 50
 const DOCUMENT_BYTES = 2 * 1024 * 1024
-const RUNS = 5
+const RUNS = 11
 
 /**
  * A 2 MiB OpenAPI 3.0 document shaped like a large real one: a few dozen shared component schemas
@@ -89,6 +89,8 @@ export const generateDocument = (bytes: number): string => {
 interface Run {
   readonly ms: number
   readonly stallMs: number
+  /** The 99th percentile of the event loop's delay during the import: a /healthz's wait then. */
+  readonly delayP99Ms: number
   readonly tools: number
 }
 
@@ -108,7 +110,12 @@ const measure = async (text: string): Promise<Run> => {
   const ms = performance.now() - from
   histogram.disable()
   clearInterval(probe)
-  return { ms, stallMs: Math.max(longest, histogram.max / 1e6), tools: result.tools.length }
+  return {
+    ms,
+    stallMs: Math.max(longest, histogram.max / 1e6),
+    delayP99Ms: histogram.percentile(99) / 1e6,
+    tools: result.tools.length
+  }
 }
 
 export const run = async (): Promise<Table> => {
@@ -117,16 +124,19 @@ export const run = async (): Promise<Table> => {
   for (let at = 0; at < RUNS; at++) runs.push(await measure(text))
   const times = runs.map((each) => each.ms)
   const stalls = runs.map((each) => each.stallMs)
-  const typical = median(times)
+  const warm = times.slice(1)
+  const typical = median(warm)
   const worstStall = Math.max(...stalls)
+  const delayP99 = Math.max(...runs.map((each) => each.delayP99Ms))
   return {
     title: "OpenAPI import of a generated 2 MiB document (in process, parser on a worker thread)",
     columns: [
       "document",
       "operations → tools",
-      "first import",
-      "median",
-      "slowest",
+      "first import (cold)",
+      "warm median",
+      "warm p95",
+      "loop delay p99",
       "longest loop stall",
       "target",
       "result"
@@ -137,7 +147,8 @@ export const run = async (): Promise<Table> => {
         String(runs[0]?.tools ?? 0),
         formatMs(times[0] ?? 0),
         formatMs(typical),
-        formatMs(Math.max(...times)),
+        formatMs(percentile(warm, 95)),
+        formatMs(delayP99),
         formatMs(worstStall),
         `< ${TARGET_MS} ms, stall ≤ ${TARGET_STALL_MS} ms`,
         verdict(typical < TARGET_MS && worstStall <= TARGET_STALL_MS)
@@ -146,9 +157,11 @@ export const run = async (): Promise<Table> => {
     notes: [
       `${RUNS} imports one after another. The first starts the parser's worker thread (loading ` +
         "@scalar/openapi-parser: the cold figure); the others reuse it, as imports within 30 s of each other " +
-        "do. Each parses, checks `$ref`s and validates there, then maps to tools on the main thread in slices. The stall is the " +
+        "do: the worker parses, checks `$ref`s, validates and maps to tools; the main thread reads the tools' JSON " +
+        "a part per turn of its event loop. The warm median and p95 are theirs. The loop delay p99 is the worst run's 99th percentile of " +
+        "`monitorEventLoopDelay` during an import, what a `/healthz` arriving then typically waited at worst; the stall is the " +
         "longest the event loop went without turning during an import (a 1 ms timer's lateness and " +
-        "`monitorEventLoopDelay`'s maximum): how long a `/healthz` arriving then would have waited."
+        "`monitorEventLoopDelay`'s maximum)."
     ]
   }
 }

@@ -175,6 +175,28 @@ export const closeSpan = (span: Tracer.Span, errorType?: string): void => {
 /** The W3C `traceparent` naming `span` as the parent (sampled). */
 export const traceparentOf = (span: Tracer.AnySpan): string => `00-${span.traceId}-${span.spanId}-01`
 
+/** The W3C trace context a request to a backend carries: `tracestate` only when the trace has one. */
+export interface TraceHeaders {
+  readonly traceparent: string
+  readonly tracestate?: string
+}
+
+/** The OpenTelemetry span under an `@effect/opentelemetry` span: its context holds the trace's state. */
+interface WithOtelSpan {
+  readonly span?: { readonly spanContext?: () => { readonly traceState?: { serialize(): string } } }
+}
+
+/**
+ * The W3C `traceparent` naming `span` as the parent, and the `tracestate` the span carries (a client's,
+ * continued under `observability.trust_incoming_trace`, which the SDK hands down to every child span).
+ */
+export const traceHeadersOf = (span: Tracer.AnySpan): TraceHeaders => {
+  const tracestate = (span as WithOtelSpan).span?.spanContext?.().traceState?.serialize()
+  return tracestate === undefined || tracestate === ""
+    ? { traceparent: traceparentOf(span) }
+    : { traceparent: traceparentOf(span), tracestate }
+}
+
 const traceparentFormat = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 /**

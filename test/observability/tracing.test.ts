@@ -5,7 +5,19 @@
  * secret in any attribute; and a collector that is down or slow costs spans (counted), never requests.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as z from "zod/v4"
 import { metrics } from "../../src/observability/metrics.js"
+import {
+  approvalIdOf,
+  browserOf,
+  deploy,
+  type OpsBackend,
+  person,
+  resume,
+  review,
+  startApprovalGateway,
+  startOps
+} from "../support/approvals.js"
 import { freePort } from "../support/gateway-process.js"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
@@ -17,6 +29,8 @@ const BACKEND_SECRET = "backend-secret-canary-7f3a"
 const ARGUMENT_CANARY = "argument-canary-91b2"
 
 let alpha: TestBackend
+/** A backend whose tool declares an `Mcp-Param-*` header: its calls go through the gateway's MCP client. */
+let regional: TestBackend
 let receiver: OtlpReceiver
 
 const backends = () => [
@@ -26,31 +40,50 @@ const backends = () => [
     allow_insecure_http: true,
     credentials: { type: "bearer", token: BACKEND_SECRET },
     tool_rules: [{ tools: ["*"] }]
-  }
+  },
+  { id: "regional", url: regional.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] }
 ]
 
+const callTool = (
+  gateway: TestGateway,
+  token: string,
+  params: Record<string, unknown>,
+  headers: Record<string, string> = {}
+) =>
+  rawPost(gateway.mcpUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }), {
+    "mcp-protocol-version": "2025-11-25",
+    authorization: `Bearer ${token}`,
+    ...headers
+  }).then(jsonRpcOf)
+
 const call = (gateway: TestGateway, token: string, message: string, headers: Record<string, string> = {}) =>
-  rawPost(
-    gateway.mcpUrl,
-    JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "alpha__echo", arguments: { message } }
-    }),
-    { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}`, ...headers }
-  ).then(jsonRpcOf)
+  callTool(gateway, token, { name: "alpha__echo", arguments: { message } }, headers)
+
+const lookup = (gateway: TestGateway, token: string, headers: Record<string, string> = {}) =>
+  callTool(gateway, token, { name: "regional__lookup", arguments: { region: "eu-west", q: "x" } }, headers)
+
+/** The headers of the last `tools/call` a backend received since `since` requests. */
+const lastCallHeaders = (backend: TestBackend, since: number) =>
+  backend.requests.slice(since).findLast((request) => request.body.includes('"tools/call"'))?.headers ?? {}
 
 const dropped = async (reason: string) =>
   sampleValue(await metrics.exposition(), "gateway_trace_spans_dropped_total", { reason })
 
 beforeAll(async () => {
   alpha = await startBackend("alpha", alphaTools)
+  regional = await startBackend("regional", (server) => {
+    server.registerTool(
+      "lookup",
+      { inputSchema: z.object({ region: z.string().meta({ "x-mcp-header": "Region" }), q: z.string() }) },
+      async ({ region, q }) => ({ content: [{ type: "text", text: `${region}:${q}` }] })
+    )
+  })
   receiver = await startOtlpReceiver()
 })
 afterAll(async () => {
   await receiver?.stop()
   await alpha?.stop()
+  await regional?.stop()
 })
 
 describe("traces exported over OTLP/HTTP", () => {
@@ -114,6 +147,28 @@ describe("traces exported over OTLP/HTTP", () => {
     expect(backendCall).toMatchObject({ name: "tools/call alpha__echo", traceId: match![1] })
   })
 
+  it("sends the traceparent on the MCP client's path too (a tool with Mcp-Param headers): the same trace", async () => {
+    const seen = regional.requests.length
+    const answer = await lookup(gateway, await gateway.token())
+    expect(answer["result"]).toEqual({ content: [{ type: "text", text: "eu-west:x" }] })
+    const headers = lastCallHeaders(regional, seen)
+    // The MCP client built the Mcp-Param header: this call took the client's path, not the channel's.
+    expect(headers["mcp-param-region"]).toBe("eu-west")
+    const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(headers["traceparent"] ?? ""))
+    expect(match).not.toBeNull()
+    expect(headers["tracestate"]).toBeUndefined()
+    const spans = await receiver.waitFor((all) => all.some((span) => span.spanId === match![2]))
+    const backendCall = spans.find((span) => span.spanId === match![2])
+    expect(backendCall).toMatchObject({
+      name: "tools/call regional__lookup",
+      traceId: match![1],
+      attributes: { "gateway.backend.id": "regional" }
+    })
+    // The backend call's span is a child of the request's server span, in the same trace.
+    const root = spans.find((span) => span.spanId === backendCall?.parentSpanId)
+    expect(root).toMatchObject({ name: "POST /mcp", traceId: match![1] })
+  })
+
   it("starts a new trace for a client's traceparent unless trust_incoming_trace is on", async () => {
     const incoming = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" }
     const header = { traceparent: `00-${incoming.traceId}-${incoming.spanId}-01` }
@@ -122,12 +177,26 @@ describe("traces exported over OTLP/HTTP", () => {
       patch: { backends: backends(), observability: { otlp_endpoint: receiver.url, trust_incoming_trace: true } }
     })
     try {
-      await call(trusting, await trusting.token(), "trusted", header)
+      const token = await trusting.token()
+      await call(trusting, token, "trusted", header)
       const spans = await receiver.waitFor((all) => all.some((span) => span.traceId === incoming.traceId))
       const continued = spans.filter((span) => span.traceId === incoming.traceId)
       expect(continued.find((span) => span.name === "POST /mcp")).toMatchObject({ parentSpanId: incoming.spanId })
       // The untrusting gateway's request spans never joined it: exactly one server span did (the trusting one's).
       expect(continued.filter((span) => span.name === "POST /mcp")).toHaveLength(1)
+      // A trusted client's tracestate goes on to the backend with the call's traceparent, on both paths.
+      const tracestate = "vendor=opaque-1,other=2"
+      const withState = { ...header, tracestate }
+      for (const [backend, send] of [
+        [alpha, () => call(trusting, token, "state", withState)],
+        [regional, () => lookup(trusting, token, withState)]
+      ] as const) {
+        const seen = backend.requests.length
+        await send()
+        const sent = lastCallHeaders(backend, seen)
+        expect(String(sent["traceparent"])).toMatch(new RegExp(`^00-${incoming.traceId}-[0-9a-f]{16}-01$`))
+        expect(sent["tracestate"]).toBe(tracestate)
+      }
       // A malformed traceparent is no parent: a new root.
       await call(trusting, await trusting.token(), "malformed", { traceparent: "00-zz-00f067aa0ba902b7-01" })
     } finally {
@@ -147,6 +216,48 @@ describe("traces exported over OTLP/HTTP", () => {
     }
     const values = receiver.spans().flatMap((span: ReceivedSpan) => Object.values(span.attributes).map(String))
     expect(values.some((value) => value.includes(ARGUMENT_CANARY) || value.includes(BACKEND_SECRET))).toBe(false)
+  })
+})
+
+describe("an approved write executed by gateway_resume_approval", () => {
+  let ops: OpsBackend
+  let gateway: TestGateway
+  beforeAll(async () => {
+    ops = await startOps()
+    gateway = await startApprovalGateway(ops, {}, { patch: { observability: { otlp_endpoint: receiver.url } } })
+  })
+  afterAll(async () => {
+    await gateway?.close()
+    await ops?.stop()
+  })
+
+  it("sends the backend its own call span's traceparent, in the trace of the resuming request", async () => {
+    const requester = await person(gateway)
+    const reviewer = await person(gateway, { approver: true, tools: false })
+    const id = `op-traced-${Date.now()}`
+    const approvalId = approvalIdOf(
+      await deploy(gateway, requester.token, { operation_id: id, environment: "staging", version: "3.0" })
+    )
+    expect(
+      (await review(gateway, (await browserOf(gateway, reviewer.userId)).cookie, approvalId, "approve")).status
+    ).toBe(303)
+    const seen = ops.requests.length
+    const done = await resume(gateway, requester.token, approvalId)
+    expect(done.structuredContent).toMatchObject({ deployed: "3.0" })
+    const sent = lastCallHeaders(ops, seen)
+    const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(sent["traceparent"] ?? ""))
+    expect(match).not.toBeNull()
+    const spans = await receiver.waitFor((all) => all.some((span) => span.spanId === match![2]))
+    const execution = spans.find((span) => span.spanId === match![2])
+    expect(execution).toMatchObject({
+      name: "tools/call ops__deploy",
+      traceId: match![1],
+      attributes: { "gateway.backend.id": "ops" }
+    })
+    expect(spans.find((span) => span.spanId === execution?.parentSpanId)).toMatchObject({
+      name: "POST /mcp",
+      traceId: match![1]
+    })
   })
 })
 

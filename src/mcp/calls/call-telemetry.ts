@@ -1,6 +1,6 @@
 import type { Tracer } from "effect"
 import { type CallOutcome, metrics } from "../../observability/metrics.js"
-import { closeSpan, openSpan, traceparentOf } from "../../observability/tracing.js"
+import { closeSpan, openSpan, type TraceHeaders, traceHeadersOf } from "../../observability/tracing.js"
 import type { CallDecision } from "../../policy/decide.js"
 import type { ExposedTool } from "../catalog/index.js"
 import { requestTimeoutCode } from "../upstream/forward.js"
@@ -50,35 +50,58 @@ export const outcomeOf = (outcome: ToolCallOutcome): CallOutcome => {
 
 /**
  * Around a call sent to a backend: its duration and outcome counted; with a trace, a client span
- * (`tools/call <tool>`) whose `traceparent` the backend receives, so its own spans join the trace.
+ * (`tools/call <tool>`, `spanBackendCall`).
  */
 export const observeBackendCall = (
   tracer: Tracer.Tracer | undefined,
   parent: Tracer.AnySpan | undefined,
   backend: string,
   tool: ExposedTool,
-  send: (traceparent: string | undefined) => Promise<ToolCallOutcome>
+  send: (trace: TraceHeaders | undefined) => Promise<ToolCallOutcome>
 ): Promise<ToolCallOutcome> => {
   const started = performance.now()
-  const span =
-    tracer === undefined
-      ? undefined
-      : openSpan(tracer, `tools/call ${tool.key}`, parent, "client", {
-          "mcp.method.name": "tools/call",
-          "gen_ai.tool.name": tool.key,
-          "gateway.backend.id": backend
-        })
-  const count = (outcome: ToolCallOutcome) => {
-    const label = outcomeOf(outcome)
-    metrics.toolCall(backend, tool.key, label, (performance.now() - started) / 1000)
-    if (span !== undefined) closeSpan(span, label === "ok" ? undefined : label)
-    return outcome
-  }
-  return send(span === undefined ? undefined : traceparentOf(span)).then(count, (failure: unknown) => {
-    metrics.toolCall(backend, tool.key, "failed", (performance.now() - started) / 1000)
-    if (span !== undefined) closeSpan(span, "failed")
-    throw failure
+  return spanBackendCall(tracer, parent, backend, tool, send).then(
+    (outcome) => {
+      metrics.toolCall(backend, tool.key, outcomeOf(outcome), (performance.now() - started) / 1000)
+      return outcome
+    },
+    (failure: unknown) => {
+      metrics.toolCall(backend, tool.key, "failed", (performance.now() - started) / 1000)
+      throw failure
+    }
+  )
+}
+
+/**
+ * With a trace, a client span (`tools/call <tool>`) around a call sent to a backend, whose W3C trace
+ * context (`traceparent`, and `tracestate` when the trace has one) every path to the backend sends — the
+ * channel and the MCP client alike — so the backend's own spans join the trace. Without one, `send`
+ * gets undefined and nothing is made.
+ */
+export const spanBackendCall = (
+  tracer: Tracer.Tracer | undefined,
+  parent: Tracer.AnySpan | undefined,
+  backend: string,
+  tool: ExposedTool,
+  send: (trace: TraceHeaders | undefined) => Promise<ToolCallOutcome>
+): Promise<ToolCallOutcome> => {
+  if (tracer === undefined) return send(undefined)
+  const span = openSpan(tracer, `tools/call ${tool.key}`, parent, "client", {
+    "mcp.method.name": "tools/call",
+    "gen_ai.tool.name": tool.key,
+    "gateway.backend.id": backend
   })
+  return send(traceHeadersOf(span)).then(
+    (outcome) => {
+      const label = outcomeOf(outcome)
+      closeSpan(span, label === "ok" ? undefined : label)
+      return outcome
+    },
+    (failure: unknown) => {
+      closeSpan(span, "failed")
+      throw failure
+    }
+  )
 }
 
 /** A call that did not go to a backend (denied, invalid, an approval asked for, a gateway tool): counted. */

@@ -7,7 +7,7 @@ import { type ApprovalSource, sourceHashOf } from "../../approvals/source.js"
 import { Config } from "../../config/service.js"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
 import { isRecord } from "../../json.js"
-import { closeSpan, openSpan, Tracing } from "../../observability/tracing.js"
+import { closeSpan, openSpan, type TraceHeaders, Tracing } from "../../observability/tracing.js"
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
@@ -29,7 +29,7 @@ import {
   inputNotRelayed,
   requestTimeoutCode
 } from "../upstream/forward.js"
-import { countCall, observeBackendCall, observeDecision } from "./call-telemetry.js"
+import { countCall, observeBackendCall, observeDecision, spanBackendCall } from "./call-telemetry.js"
 import { answers, type ClientProfile, capabilitiesOf, noProfile } from "./client-profile.js"
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, tooDeep } from "./depth.js"
 import { AccessWithdrawn, InFlightCalls } from "./in-flight.js"
@@ -337,7 +337,7 @@ export const ToolCallsLive = Layer.scoped(
       tool: ExposedTool,
       { slot: at, original }: BackendTarget,
       approved = false,
-      traceparent?: string
+      trace?: TraceHeaders
     ): Promise<ToolCallOutcome> => {
       const slot = backends.slots[at]!
       const backendId = slot.config.id
@@ -403,7 +403,7 @@ export const ToolCallsLive = Layer.scoped(
               ...(logLevel === undefined ? {} : { logLevel }),
               ...(capabilities === undefined ? {} : { clientCapabilities: capabilities }),
               ...(onRequest === undefined ? {} : { profile, onRequest }),
-              ...(traceparent === undefined ? {} : { traceparent })
+              ...(trace === undefined ? {} : { trace })
             }),
           stillAllowed(tool, request.arguments, approved)
         )
@@ -481,7 +481,8 @@ export const ToolCallsLive = Layer.scoped(
       request: ToolCallRequest,
       tool: ExposedTool,
       { slot: at, original }: BackendTarget,
-      approved = false
+      approved = false,
+      trace?: TraceHeaders
     ): Promise<ToolCallOutcome> => {
       const slot = backends.slots[at]!
       const target: ForwardTarget = {
@@ -500,7 +501,10 @@ export const ToolCallsLive = Layer.scoped(
           request.requestId,
           request.signal,
           (signal) =>
-            forward(target, request.onProgress, signal, (client, options) => client.callTool(params, options)),
+            forward(target, request.onProgress, signal, (client, options) =>
+              // The SDK sends `headers` with this request, beside the `Mcp-Param-*` ones it builds.
+              client.callTool(params, trace === undefined ? options : { ...options, headers: { ...trace } })
+            ),
           stillAllowed(tool, request.arguments, approved)
         )
         const exposed = callResult(result as Record<string, unknown>, namingOf(slot.config), false)
@@ -563,14 +567,14 @@ export const ToolCallsLive = Layer.scoped(
       request: ToolCallRequest,
       tool: ExposedTool,
       approved = false,
-      traceparent?: string
+      trace?: TraceHeaders
     ): Promise<ToolCallOutcome> => {
       const target = tool.target
       if (target._tag === "Http") return viaHttp(request, tool, target, approved)
       if (target._tag === "Backend") {
         return tool.paramHeaders.length > 0
-          ? viaClient(request, tool, target, approved)
-          : viaChannel(request, tool, target, approved, traceparent)
+          ? viaClient(request, tool, target, approved, trace)
+          : viaChannel(request, tool, target, approved, trace)
       }
       return Promise.resolve(unknownTool(request.name))
     }
@@ -614,7 +618,9 @@ export const ToolCallsLive = Layer.scoped(
       const deep = tooDeepPart(sent)
       if (deep !== undefined) return Promise.resolve(error(ProtocolErrorCode.InvalidParams, tooDeep(deep)))
       // A gateway tool builds its own answer from this one: what the backend's answer held is given back now.
-      const outcome = run(sent, tool, true)
+      // Traced like any backend call (its W3C trace context sent along), counted by the gateway tool's call.
+      const backend = backends.index().endpoints[tool.endpoint]?.id ?? "gateway"
+      const outcome = spanBackendCall(tracer, request.span, backend, tool, (trace) => run(sent, tool, true, trace))
       return outcome.then((done) => {
         if (done._tag !== "Result" || done.release === undefined) return done
         done.release()
@@ -699,9 +705,7 @@ export const ToolCallsLive = Layer.scoped(
           return askApproval(request, tool, decision.policy)
         }
         if (tool.gateway !== undefined) return tool.gateway.call(request, runner)
-        return observeBackendCall(tracer, request.span, backend, tool, (traceparent) =>
-          run(request, tool, false, traceparent)
-        )
+        return observeBackendCall(tracer, request.span, backend, tool, (trace) => run(request, tool, false, trace))
       }
     }
   })

@@ -2,6 +2,7 @@ import { StringDecoder } from "node:string_decoder"
 import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
 import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
+import type { TraceHeaders } from "../../observability/tracing.js"
 import { type ClientProfile, noProfile } from "../calls/client-profile.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
@@ -100,8 +101,11 @@ export interface CallOptions {
    * declines what it has no handler for.
    */
   readonly onRequest?: (request: { readonly method: string; readonly params: unknown }) => Promise<ChannelAnswer>
-  /** W3C `traceparent` of the gateway's span for this call, sent so the backend's spans join the trace. */
-  readonly traceparent?: string
+  /**
+   * W3C trace context of the gateway's span for this call (`traceparent`, and `tracestate` when the
+   * trace has one), sent so the backend's spans join the trace.
+   */
+  readonly trace?: TraceHeaders
 }
 
 export interface BackendChannel {
@@ -558,7 +562,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         headersFor(session, method, name).then(
           (headers) => {
             if (settled) return
-            const sent = options.traceparent === undefined ? headers : { ...headers, traceparent: options.traceparent }
+            const sent = options.trace === undefined ? headers : { ...headers, ...options.trace }
             connections.dispatch({ origin, method: "POST", path, headers: sent, body }, reader(attempt))
           },
           () => fail("failed", "no token for the backend could be obtained")

@@ -3,8 +3,8 @@ import type { ToolRule } from "../../config/schema.js"
 import type { HttpToolSpec } from "../schema.js"
 import { OpenApiInvalid } from "./errors.js"
 import { checkDocumentUrl, fetchDocument, MAX_DOCUMENT_BYTES } from "./fetch-document.js"
-import { mapOperations, type Skipped } from "./operations.js"
-import { parseDocument } from "./parse.js"
+import type { Skipped } from "./operations.js"
+import { parseAndMap } from "./parse.js"
 import { isObject } from "./pointer.js"
 
 export { OpenApiInvalid } from "./errors.js"
@@ -71,21 +71,10 @@ const defaultRules = (tools: ReadonlyArray<HttpToolSpec>): ReadonlyArray<typeof 
 export const importOpenApi = (input: OpenApiInput): Effect.Effect<OpenApiImported, OpenApiInvalid> =>
   Effect.gen(function* () {
     const { text, url } = yield* documentText(input.source, input.ca)
-    const { document, sha256 } = yield* parseDocument(text)
-    const version = String(document.openapi).startsWith("3.1") ? "3.1" : "3.0"
-    const { tools, skipped } = yield* mapOperations({
-      document,
-      version,
-      ...(input.server_url === undefined ? {} : { serverUrl: input.server_url }),
-      ...(url === undefined ? {} : { documentUrl: url })
+    // Parsed, validated and mapped to tools on the import's worker thread (parse.ts).
+    const { tools, skipped, sha256, title, version } = yield* parseAndMap(text, {
+      serverUrl: input.server_url,
+      documentUrl: url
     })
-    const info = isObject(document.info) ? document.info : {}
-    return {
-      tools,
-      document_sha256: sha256,
-      tool_rules: defaultRules(tools),
-      title: typeof info.title === "string" ? info.title : "",
-      version: typeof info.version === "string" ? info.version : "",
-      skipped
-    }
+    return { tools, document_sha256: sha256, tool_rules: defaultRules(tools), title, version, skipped }
   })

@@ -2,13 +2,29 @@ import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { Duration, Effect } from "effect"
-import { OpenApiInvalid } from "./errors.js"
+import type { HttpToolSpec } from "../schema.js"
+import { OpenApiInvalid, refusalKit } from "./errors.js"
+import { operationsKit, type Skipped } from "./operations.js"
 import { parseWorker } from "./parse-worker.js"
+import { pointerKit } from "./pointer.js"
+import { schemasKit } from "./schemas.js"
+import { serverUrlKit } from "./server-url.js"
+import { templateKit } from "./template.js"
 
-/** A document the worker parsed and the parser validated, with the SHA-256 of its bytes. */
-export interface ParsedDocument {
-  readonly document: Record<string, unknown>
+/** A document the worker parsed, the parser validated and the worker mapped to tools. */
+export interface MappedDocument {
+  readonly tools: ReadonlyArray<HttpToolSpec>
+  readonly skipped: ReadonlyArray<Skipped>
+  /** The SHA-256 (hex) of the document's bytes. */
   readonly sha256: string
+  /** The document's `info.title` and `info.version`, "" when not strings. */
+  readonly title: string
+  readonly version: string
+}
+
+export interface MapOptions {
+  readonly serverUrl?: string | undefined
+  readonly documentUrl?: string | undefined
 }
 
 /** How deep a document may nest; deeper ones are refused before the parser recurses into them. */
@@ -21,41 +37,41 @@ const WORKER_LIMITS = { maxOldGenerationSizeMb: 1536, maxYoungGenerationSizeMb: 
 
 const resolveFrom = createRequire(import.meta.url)
 
-// tsx and vitest compile with esbuild's keepNames (a `__name` helper defined outside the function's
-// text): the worker gets a do-nothing one. `import()` is written here, in a string, because a test
-// runner rewrites the `import()`s of the modules it loads.
-const workerSource = `var __name = (target) => target;\n(${parseWorker.toString()})(require, (url) => import(url))`
+// The worker's program: the mapping's kits (each a function using only its parameters and globals),
+// then the worker's own function, each as its source text. tsx and vitest compile with esbuild's
+// keepNames (a `__name` helper defined outside the function's text): the worker gets a do-nothing one.
+// `import()` is written here, in a string, because a test runner rewrites the `import()`s of the
+// modules it loads.
+const workerSource = [
+  "var __name = (target) => target;",
+  `const pointer = (${pointerKit.toString()})();`,
+  `const refusal = (${refusalKit.toString()})();`,
+  `const operations = (${operationsKit.toString()})(pointer, (${templateKit.toString()})(), ` +
+    `(${schemasKit.toString()})(pointer), (${serverUrlKit.toString()})(pointer, refusal), refusal);`,
+  `(${parseWorker.toString()})(require, (url) => import(url), operations, refusal)`
+].join("\n")
 
 type Answer =
-  | { readonly ok: true; readonly sha256: string }
+  | { readonly ok: true; readonly sha256: string; readonly title: string; readonly version: string }
   | { readonly ok: false; readonly pointer: string; readonly message: string }
-  | { readonly part: "value"; readonly path: ReadonlyArray<string>; readonly value: unknown }
-  | { readonly part: "object"; readonly path: ReadonlyArray<string> }
-  | {
-      readonly part: "entries"
-      readonly path: ReadonlyArray<string>
-      readonly entries: ReadonlyArray<[string, unknown]>
+  | { readonly part: "tools" | "skipped"; readonly json: string }
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The worker's JSON parts as one list, one part per turn of the event loop: a part is about 64 KiB
+ * (parse-worker.ts, `sendInParts`), about a millisecond of `JSON.parse` on a quiet machine, so requests waiting meanwhile
+ * are answered between parts rather than after the whole list.
+ */
+const decodeParts = <A>(parts: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<A>> =>
+  Effect.promise(async () => {
+    const items: Array<A> = []
+    for (const [index, json] of parts.entries()) {
+      if (index > 0) await turn()
+      for (const item of JSON.parse(json) as ReadonlyArray<A>) items.push(item)
     }
-
-/** Sets an own property, whatever its name (`__proto__` included, as JSON.parse does). */
-const define = (target: Record<string, unknown>, key: string, value: unknown) =>
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
-
-/** The object at `path` of the document being rebuilt from the worker's parts. */
-const at = (document: Record<string, unknown>, path: ReadonlyArray<string>) => {
-  let here = document
-  for (const key of path) here = here[key] as Record<string, unknown>
-  return here
-}
-
-/** Rebuilds the document from one of the worker's parts (parse-worker.ts, `sendInParts`). */
-const rebuild = (document: Record<string, unknown>, message: Exclude<Answer, { readonly ok: boolean }>) => {
-  const parent = at(document, message.path.slice(0, -1))
-  const key = message.path[message.path.length - 1] ?? ""
-  if (message.part === "value") define(parent, key, message.value)
-  else if (message.part === "object") define(parent, key, {})
-  else for (const [name, value] of message.entries) define(at(document, message.path), name, value)
-}
+    return items
+  })
 
 /** How long an idle worker is kept for the next import before it is ended (and its memory freed). */
 const IDLE_MS = 30_000
@@ -90,16 +106,39 @@ const endWorker = (ended: NonNullable<typeof current>) => {
   void ended.worker.terminate()
 }
 
-/** One job at a time on the worker: its answers are the parts of one document, then its outcome. */
+/** One job at a time on the worker: its answers are the parts of one document's tools, then its outcome. */
 const oneAtATime = Effect.unsafeMakeSemaphore(1)
+
+interface Received {
+  readonly tools: ReadonlyArray<string>
+  readonly skipped: ReadonlyArray<string>
+  readonly sha256: string
+  readonly title: string
+  readonly version: string
+}
 
 /**
  * Parses and validates an OpenAPI document's text on the parser's worker thread (parse-worker.ts),
- * then rebuilds the document here from the parts the worker sends, one message at a time.
+ * which maps its operations to tools and sends back only those, as JSON parts decoded here a part at a
+ * time.
  */
-export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenApiInvalid> =>
+export const parseAndMap = (text: string, options: MapOptions = {}): Effect.Effect<MappedDocument, OpenApiInvalid> =>
+  Effect.flatMap(inWorker(text, options), (received) =>
+    Effect.map(
+      Effect.all([decodeParts<HttpToolSpec>(received.tools), decodeParts<Skipped>(received.skipped)]),
+      ([tools, skipped]) => ({
+        tools,
+        skipped,
+        sha256: received.sha256,
+        title: received.title,
+        version: received.version
+      })
+    )
+  )
+
+const inWorker = (text: string, options: MapOptions): Effect.Effect<Received, OpenApiInvalid> =>
   oneAtATime.withPermits(1)(
-    Effect.async<ParsedDocument, OpenApiInvalid>((resume) => {
+    Effect.async<Received, OpenApiInvalid>((resume) => {
       const job = current ?? startWorker()
       current = job
       if (job.idle !== undefined) clearTimeout(job.idle)
@@ -107,8 +146,9 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
       const { worker } = job
       // Held while it works (an import must not be cut off by the process having nothing else to do).
       worker.ref()
-      const document: Record<string, unknown> = {}
-      const finish = (outcome: Effect.Effect<ParsedDocument, OpenApiInvalid>, keep: boolean) => {
+      const tools: Array<string> = []
+      const skipped: Array<string> = []
+      const finish = (outcome: Effect.Effect<Received, OpenApiInvalid>, keep: boolean) => {
         worker.off("message", onMessage)
         worker.off("error", onError)
         worker.off("exit", onExit)
@@ -120,12 +160,11 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
         resume(outcome)
       }
       const onMessage = (message: Answer) => {
-        if ("part" in message) {
-          rebuild(document, message)
-          // The next part once the event loop has turned (parse-worker.ts, `sendInParts`).
-          setImmediate(() => worker.postMessage(null))
-        } else if (message.ok) finish(Effect.succeed({ document, sha256: message.sha256 }), true)
-        else finish(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })), true)
+        if ("part" in message) (message.part === "tools" ? tools : skipped).push(message.json)
+        else if (message.ok) {
+          const { sha256, title, version } = message
+          finish(Effect.succeed({ tools, skipped, sha256, title, version }), true)
+        } else finish(Effect.fail(new OpenApiInvalid({ pointer: message.pointer, message: message.message })), true)
       }
       const onError = (error: NodeJS.ErrnoException) =>
         finish(
@@ -145,7 +184,7 @@ export const parseDocument = (text: string): Effect.Effect<ParsedDocument, OpenA
       worker.on("message", onMessage)
       worker.once("error", onError)
       worker.once("exit", onExit)
-      worker.postMessage(text)
+      worker.postMessage({ text, serverUrl: options.serverUrl, documentUrl: options.documentUrl })
       // Interrupted (the timeout below, or the caller): the worker may be mid-document; it is ended.
       return Effect.sync(() => {
         worker.off("message", onMessage)

@@ -1,6 +1,5 @@
-import { Effect } from "effect"
-import { OpenApiInvalid } from "./errors.js"
-import { isObject } from "./pointer.js"
+import type { RefusalKit } from "./errors.js"
+import type { PointerKit } from "./pointer.js"
 
 /**
  * The base of an operation's URL: `server_url` when the import gives one, else `servers[0].url` of
@@ -8,25 +7,42 @@ import { isObject } from "./pointer.js"
  * pointer) with its variables' defaults, resolved against the URL the document came from when it is
  * relative. An absolute http(s) URL without credentials, query or fragment; no trailing slash.
  * Whether plain http is allowed is the endpoint's `allow_insecure_http`, checked when the import is saved.
+ *
+ * A kit, run on the import's worker thread from its source text (pointer.ts): nothing but its
+ * parameters and globals. Throws a Refusal.
  */
-export const serverBase = (
-  holder: Record<string, unknown>,
-  at: string,
-  serverUrl: string | undefined,
-  documentUrl: string | undefined
-): Effect.Effect<string, OpenApiInvalid> =>
-  Effect.gen(function* () {
-    if (serverUrl !== undefined) return yield* absolute(serverUrl, undefined, "", "server_url")
+export function serverUrlKit({ isObject }: PointerKit, { Refusal }: RefusalKit) {
+  const absolute = (text: string, documentUrl: string | undefined, pointer: string, what: string): string => {
+    const refuse = (message: string) => new Refusal(pointer, `${what} ${message}`)
+    let url: URL
+    try {
+      url = documentUrl === undefined ? new URL(text) : new URL(text, documentUrl)
+    } catch {
+      throw documentUrl === undefined && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(text)
+        ? refuse("is relative: give server_url, or import the document from its URL")
+        : refuse("is not a URL")
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw refuse("must be an https URL")
+    if (url.username !== "" || url.password !== "") throw refuse("may not hold credentials")
+    if (url.search !== "" || url.hash !== "" || text.includes("?") || text.includes("#")) {
+      throw refuse("may not have a query or a fragment")
+    }
+    if (/[{}]/.test(url.href)) throw refuse("holds an unresolved variable")
+    return url.href.replace(/\/+$/, "")
+  }
+
+  const serverBase = (
+    holder: Record<string, unknown>,
+    at: string,
+    serverUrl: string | undefined,
+    documentUrl: string | undefined
+  ): string => {
+    if (serverUrl !== undefined) return absolute(serverUrl, undefined, "", "server_url")
     const servers = Array.isArray(holder.servers) ? holder.servers : []
     const first: unknown = servers[0]
     if (!isObject(first)) {
-      if (documentUrl === undefined) {
-        return yield* new OpenApiInvalid({
-          pointer: `${at}/servers`,
-          message: "the document names no server: give server_url"
-        })
-      }
-      return yield* absolute("/", documentUrl, `${at}/servers`, "the document's default server")
+      if (documentUrl === undefined) throw new Refusal(`${at}/servers`, "the document names no server: give server_url")
+      return absolute("/", documentUrl, `${at}/servers`, "the document's default server")
     }
     const raw = typeof first.url === "string" ? first.url : ""
     const variables = isObject(first.variables) ? first.variables : {}
@@ -38,34 +54,12 @@ export const serverBase = (
       return value ?? ""
     })
     if (missing !== undefined) {
-      return yield* new OpenApiInvalid({
-        pointer: `${at}/servers/0/url`,
-        message: `the server variable {${missing}} has no default`
-      })
+      throw new Refusal(`${at}/servers/0/url`, `the server variable {${missing}} has no default`)
     }
-    return yield* absolute(substituted, documentUrl, `${at}/servers/0/url`, "the server URL")
-  })
+    return absolute(substituted, documentUrl, `${at}/servers/0/url`, "the server URL")
+  }
 
-const absolute = (
-  text: string,
-  documentUrl: string | undefined,
-  pointer: string,
-  what: string
-): Effect.Effect<string, OpenApiInvalid> => {
-  const refuse = (message: string) => Effect.fail(new OpenApiInvalid({ pointer, message: `${what} ${message}` }))
-  let url: URL
-  try {
-    url = documentUrl === undefined ? new URL(text) : new URL(text, documentUrl)
-  } catch {
-    return documentUrl === undefined && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(text)
-      ? refuse("is relative: give server_url, or import the document from its URL")
-      : refuse("is not a URL")
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return refuse("must be an https URL")
-  if (url.username !== "" || url.password !== "") return refuse("may not hold credentials")
-  if (url.search !== "" || url.hash !== "" || text.includes("?") || text.includes("#")) {
-    return refuse("may not have a query or a fragment")
-  }
-  if (/[{}]/.test(url.href)) return refuse("holds an unresolved variable")
-  return Effect.succeed(url.href.replace(/\/+$/, ""))
+  return { serverBase }
 }
+
+export type ServerUrlKit = ReturnType<typeof serverUrlKit>

@@ -10,6 +10,12 @@ import addFormats from "ajv-formats"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
+import { refusalKit } from "../../../src/sources/openapi/errors.js"
+import { operationsKit } from "../../../src/sources/openapi/operations.js"
+import { pointerKit } from "../../../src/sources/openapi/pointer.js"
+import { schemasKit } from "../../../src/sources/openapi/schemas.js"
+import { serverUrlKit } from "../../../src/sources/openapi/server-url.js"
+import { templateKit } from "../../../src/sources/openapi/template.js"
 import type { HttpToolSpec } from "../../../src/sources/schema.js"
 import { ToolName } from "../../../src/sources/schema.js"
 import { document30, fixture, imported, ok, refused } from "./support.js"
@@ -385,6 +391,55 @@ describe("the parser's worker", () => {
     expect(notes.tools.map((tool) => tool.name)).toEqual(["listNotes", "post_folders_folderId_notes", "getFolder"])
     expect(broken.pointer).toBe("/paths/~1pets/get/responses")
     expect(again).toEqual(petstore)
+  })
+
+  it("takes an info without a version as the parser's validation does: version 0.0.1", async () => {
+    const document = {
+      ...document30({ "/pets": { get: { operationId: "listPets", responses: ok } } }),
+      info: { title: "t" }
+    }
+    const result = await imported({ source: { document } })
+    expect(result).toMatchObject({ title: "t", version: "0.0.1" })
+    expect(result.tools.map((tool) => tool.name)).toEqual(["listPets"])
+  })
+
+  it("maps there and sends back every tool and skipped part, in document order, as the mapping made them", async () => {
+    // About 600 KB of tools and 200 KB of skipped entries: several of the worker's 64 KiB parts each.
+    const paths: Record<string, unknown> = {}
+    for (let at = 0; at < 1500; at++) {
+      paths[`/items${at}/{id}`] = {
+        parameters: [
+          { name: "id", in: "path", required: true, schema: { type: "integer" } },
+          { name: "session", in: "cookie", schema: { type: "string" } }
+        ],
+        get: { operationId: `get${at}`, responses: ok },
+        put: {
+          requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/Item" } } } },
+          responses: ok
+        }
+      }
+    }
+    const document = document30(paths, {
+      components: {
+        schemas: { Item: { type: "object", properties: { next: { $ref: "#/components/schemas/Item" } } } }
+      }
+    })
+    const result = await imported({ source: { document } })
+    const pointer = pointerKit()
+    const refusal = refusalKit()
+    const inProcess = operationsKit(
+      pointer,
+      templateKit(),
+      schemasKit(pointer),
+      serverUrlKit(pointer, refusal),
+      refusal
+    ).mapOperations({ document: structuredClone(document), version: "3.0" })
+    expect(result.tools).toHaveLength(3000)
+    expect(result.tools.slice(0, 3).map((tool) => tool.name)).toEqual(["get0", "put_items0_id", "get1"])
+    expect(result.skipped).toHaveLength(3000)
+    expect(JSON.stringify(result.tools).length).toBeGreaterThan(4 * 64 * 1024)
+    expect(result.tools).toEqual(inProcess.tools)
+    expect(result.skipped).toEqual(inProcess.skipped)
   })
 })
 

@@ -8,7 +8,7 @@ import { createServer } from "node:https"
 import type { AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeTestCa } from "../../support/test-ca.js"
-import { document30, ok, refused } from "./support.js"
+import { document30, imported, ok, refused } from "./support.js"
 
 const ca = makeTestCa()
 afterAll(() => ca.remove())
@@ -77,6 +77,86 @@ describe("invalid documents", () => {
     const refusal = await refused({ source: { document } })
     expect(refusal.pointer).toBe("/paths/~1pets/get/responses/200/content/application~1json/schema/$ref")
     expect(refusal.message).toMatch(/points at nothing/)
+  })
+
+  it("names a $ref that is not a string, wherever it is (the parser's resolution refused it too)", async () => {
+    const withSchema = (schema: Record<string, unknown>) =>
+      document30(
+        {
+          "/pets": get({
+            responses: {
+              "200": {
+                description: "ok",
+                content: { "application/json": { schema: { $ref: "#/components/schemas/Pet" } } }
+              }
+            }
+          })
+        },
+        { components: { schemas: { Pet: schema } } }
+      )
+    const inExample = await refused({ source: { document: withSchema({ type: "object", example: { $ref: 5 } }) } })
+    expect(inExample).toMatchObject({
+      pointer: "/components/schemas/Pet/example/$ref",
+      message: 'a "$ref" must be a reference ("#/..."), not number'
+    })
+    const asProperty = await refused({
+      source: { document: withSchema({ type: "object", properties: { $ref: { type: "string" } } }) }
+    })
+    expect(asProperty).toMatchObject({ pointer: "/components/schemas/Pet/properties/$ref" })
+    expect(asProperty.message).toMatch(/not object$/)
+  })
+
+  it("names references that lead back to themselves, and keeps recursive schemas", async () => {
+    const withSchemas = (schemas: Record<string, unknown>) =>
+      document30(
+        {
+          "/pets": {
+            post: {
+              operationId: "addPet",
+              requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/A" } } } },
+              responses: ok
+            }
+          }
+        },
+        { components: { schemas } }
+      )
+    const itself = await refused({ source: { document: withSchemas({ A: { $ref: "#/components/schemas/A" } }) } })
+    expect(itself).toMatchObject({
+      pointer: "/components/schemas/A/$ref",
+      message: 'the reference "#/components/schemas/A" leads back to itself: it names nothing'
+    })
+    const loop = await refused({
+      source: {
+        document: withSchemas({
+          A: { $ref: "#/components/schemas/B" },
+          B: { $ref: "#/components/schemas/C" },
+          C: { $ref: "#/components/schemas/A" }
+        })
+      }
+    })
+    expect(loop.pointer).toMatch(/^\/components\/schemas\/[ABC]\/\$ref$/)
+    expect(loop.message).toMatch(/leads back to itself: it names nothing$/)
+    const fromOutside = await refused({
+      source: {
+        document: withSchemas({
+          A: { $ref: "#/components/schemas/B" },
+          B: { $ref: "#/components/schemas/C" },
+          C: { $ref: "#/components/schemas/B" }
+        })
+      }
+    })
+    expect(fromOutside.message).toMatch(
+      /leads (back to itself|into a loop of references \(through "#\/components\/schemas\/[BC]"\))/
+    )
+    const recursive = await imported({
+      source: {
+        document: withSchemas({
+          A: { $ref: "#/components/schemas/Node" },
+          Node: { type: "object", properties: { next: { $ref: "#/components/schemas/A" } } }
+        })
+      }
+    })
+    expect(recursive.tools.map((tool) => tool.name)).toEqual(["addPet"])
   })
 
   it("names a path parameter the path does not hold, and a {name} in the path no parameter declares", async () => {
