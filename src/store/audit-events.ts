@@ -17,6 +17,17 @@ export const AuditEventRow = Schema.Struct({
 })
 export type AuditEventRow = typeof AuditEventRow.Type
 
+/** An event as the audit trail lists it: with who acted, by name when they are a user still. */
+export const AuditEventListed = Schema.Struct({ ...AuditEventRow.fields, actor_name: Schema.NullOr(Schema.String) })
+export type AuditEventListed = typeof AuditEventListed.Type
+
+export interface AuditPageQuery {
+  readonly actorId?: string | undefined
+  readonly targetId?: string | undefined
+  readonly limit: number
+  readonly before?: { readonly at: Date; readonly id: string } | undefined
+}
+
 export interface NewAuditEvent {
   readonly at: Date
   readonly actorId: string | undefined
@@ -55,6 +66,27 @@ export class AuditEventRepo extends Effect.Service<AuditEventRepo>()("gateway/Au
 
     const forTarget = Effect.fn("AuditEventRepo.forTarget")((targetId: string) => byTarget(targetId).pipe(Effect.orDie))
 
-    return { insert, forTarget } as const
+    /**
+     * Newest first by (at, id), `limit` of them, of one actor and/or one target when given; `before`:
+     * the page after this event. Each filter reads its own index (migration 0022) as a range — a
+     * row-value comparison, which both stores use as the index's range (an OR would be a filter) — and
+     * with both, the target's, filtering the actor. Each event with its actor's display name.
+     */
+    const page = Effect.fn("AuditEventRepo.page")(function* (query: AuditPageQuery) {
+      const conditions = [
+        ...(query.actorId === undefined ? [] : [sql`e.actor_id = ${query.actorId}`]),
+        ...(query.targetId === undefined ? [] : [sql`e.target_id = ${query.targetId}`]),
+        ...(query.before === undefined
+          ? []
+          : [sql`(e.at, e.id) < (${toStoredTimestamp(query.before.at)}, ${query.before.id})`])
+      ]
+      const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.and(conditions)}`
+      const rows = yield* sql`SELECT e.*, u.display_name AS actor_name FROM audit_events e
+        LEFT JOIN users u ON u.id = e.actor_id ${where}
+        ORDER BY e.at DESC, e.id DESC LIMIT ${query.limit}`.pipe(Effect.orDie)
+      return yield* Schema.decodeUnknown(Schema.Array(AuditEventListed))(rows).pipe(Effect.orDie)
+    })
+
+    return { insert, forTarget, page } as const
   })
 }) {}

@@ -1,0 +1,98 @@
+import { Effect } from "effect"
+import { approvalUrlOf } from "../../../approvals/answers.js"
+import { Approvals } from "../../../approvals/service.js"
+import { type Html, html } from "../../../auth/pages/html.js"
+import { Config } from "../../../config/service.js"
+import type { ApprovalRow } from "../../../store/approvals.js"
+import { deliveryStatus } from "../../approval-delivery.js"
+import type { ConsoleAnswer, ConsoleRoute, ConsoleSection } from "../route.js"
+import { problem, shown, when } from "./parts.js"
+
+/**
+ * Write approvals (docs/console.md, "Tool sources, approvals and audit"): the open ones (pending or
+ * approved), oldest first and paged, each linked to its review page on the public listener — the
+ * console never votes — and how the approval webhook and the audit archive are keeping up (the same
+ * figures as `GET /api/v1/approvals/delivery`).
+ */
+
+export const APPROVALS_PAGE = 50
+
+const page = (title: string, body: Html): ConsoleAnswer => ({ _tag: "Page", title, body })
+
+/** The cursor names the last approval shown: base64url JSON of its creation time and id. */
+const cursorOf = (row: ApprovalRow) =>
+  Buffer.from(JSON.stringify([row.created_at.getTime(), row.id])).toString("base64url")
+
+const parseCursor = (text: string) => {
+  try {
+    if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return undefined
+    const value: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"))
+    if (!Array.isArray(value) || value.length !== 2) return undefined
+    const [at, id] = value as [unknown, unknown]
+    if (typeof at !== "number" || !Number.isSafeInteger(at) || at < 0 || typeof id !== "string" || id.length > 64) {
+      return undefined
+    }
+    return { createdAt: new Date(at), id }
+  } catch {
+    return undefined
+  }
+}
+
+const queueRow = (
+  name: string,
+  report: {
+    readonly enabled: boolean
+    readonly pending: number | null
+    readonly failed: number | null
+    readonly oldest_pending_age_seconds: number | null
+    readonly last_error: string | null
+  }
+) =>
+  html`<tr><th scope="row">${name}</th><td>${report.enabled ? "on" : "off"}</td><td>${report.pending ?? "—"}</td><td>${report.failed ?? "—"}</td>
+<td>${report.oldest_pending_age_seconds === null ? "—" : `${report.oldest_pending_age_seconds} s`}</td><td>${report.last_error ?? "—"}</td></tr>`
+
+const listRoute: ConsoleRoute = {
+  method: "GET",
+  path: "/console/approvals",
+  handler: (request) =>
+    Effect.gen(function* () {
+      const given = request.query.getAll("after")
+      if (given.length > 1) return yield* problem(400, "after: give it once.")
+      const text = given[0] ?? ""
+      const after = text === "" ? undefined : parseCursor(text)
+      if (text !== "" && after === undefined) return yield* problem(400, "after: not a position this list gave out.")
+      const rows = yield* (yield* Approvals).openPage(APPROVALS_PAGE + 1, after)
+      const shownRows = rows.slice(0, APPROVALS_PAGE)
+      const delivery = yield* deliveryStatus
+      const { config } = yield* Config
+      return page(
+        "Write approvals",
+        html`<h1>Write approvals</h1>
+<section aria-labelledby="open-heading"><h2 id="open-heading">Open approvals</h2>
+<p class="muted">Reviewers decide on the review pages; the console only shows them.</p>
+${
+  shownRows.length === 0
+    ? html`<p id="no-approvals">No approval is ${after === undefined ? "open" : "open after these"}.</p>`
+    : html`<table id="approvals"><caption>Pending and approved write approvals, oldest first</caption>
+<thead><tr><th scope="col">Tool</th><th scope="col">State</th><th scope="col">Requested by</th><th scope="col">Requested</th><th scope="col">Expires</th><th scope="col">Approvals needed</th></tr></thead>
+<tbody>${shownRows.map(
+        (
+          row
+        ) => html`<tr><th scope="row"><a href="${approvalUrlOf(config.server.public_url, row.id)}">${shown(row.exposed_name)}</a></th>
+<td data-state="${row.state}">${row.state}</td><td>${shown(row.subject)}</td><td>${when(row.created_at)}</td><td>${when(row.expires_at)}</td><td>${row.required_approvals}</td></tr>`
+      )}</tbody></table>`
+}
+${rows.length > APPROVALS_PAGE ? html`<p><a id="next" href="/console/approvals?after=${cursorOf(shownRows.at(-1)!)}">Next approvals</a></p>` : ""}
+</section>
+<section aria-labelledby="delivery-heading"><h2 id="delivery-heading">Webhook and archive delivery</h2>
+<table id="delivery"><caption>Delivery queues</caption>
+<thead><tr><th scope="col">Queue</th><th scope="col">Enabled</th><th scope="col">Pending</th><th scope="col">Failed</th><th scope="col">Oldest pending</th><th scope="col">Last error</th></tr></thead>
+<tbody>${queueRow("Approval webhook", delivery.notifications)}${queueRow("Audit archive", delivery.archive)}</tbody></table></section>`
+      )
+    })
+}
+
+export const approvalsSection: ConsoleSection = {
+  nav: [{ label: "Write approvals", path: "/console/approvals" }],
+  routes: [listRoute]
+}
