@@ -371,6 +371,9 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       return yield* repo.listOpen(limit, after)
     })
 
+    /** The `limit` most recently finished approvals (completed, rejected, revoked, expired, unknown), newest first. */
+    const recentlyFinished = Effect.fn("Approvals.recentlyFinished")((limit: number) => repo.listFinished(limit))
+
     /**
      * Votes count only while their reviewers may review: the voters of `row` who no longer hold the
      * approver role (or are disabled, or inactive in the directory) are withdrawn — a pending approval
@@ -534,6 +537,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       detail,
       openFor,
       openPage,
+      recentlyFinished,
       approve,
       reject: decide("reject", ["pending"], "rejected"),
       revoke: decide("revoke", ["pending", "approved"], "revoked"),

@@ -2,7 +2,7 @@
  * docs/console.md, "Tool sources, approvals and audit" — the console's write approvals page, run in a
  * real in-process gateway on both stores: with no approval and with many (oldest first, paged by a
  * position without gaps or repeats, each linked to its review page on the public listener, hostile
- * tool names escaped, expired ones no longer open), the delivery queues' status, bad positions refused.
+ * tool names escaped, expired ones no longer open but recently finished), the delivery queues' status, bad positions refused.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -28,6 +28,12 @@ const textOf = (answer: unknown) => {
 }
 
 const linkedIds = (text: string) => [...text.matchAll(/\/sso\/approvals\/(apr_[\w-]+)"/g)].map((match) => match[1]!)
+
+/** The approvals linked from one table of the page (`approvals`: the open ones; `recent`). */
+const tableIds = (text: string, id: string) => {
+  const start = text.indexOf(`<table id="${id}">`)
+  return start === -1 ? [] : linkedIds(text.slice(start, text.indexOf("</table>", start)))
+}
 
 describe.each(storeKinds)("console: write approvals (%s)", (kind) => {
   it.scopedLive("renders with no approval: the empty list and both delivery queues", () =>
@@ -90,8 +96,11 @@ describe.each(storeKinds)("console: write approvals (%s)", (kind) => {
       const second = textOf(yield* approvalsPage(gateway, `after=${next![1]}`))
       expect(second).not.toContain('id="next"')
       // The expired one is no longer open; the rest, in order, each once.
-      expect([...linkedIds(first), ...linkedIds(second)]).toEqual(created)
-      expect(linkedIds(first)).toHaveLength(APPROVALS_PAGE)
+      expect([...tableIds(first, "approvals"), ...tableIds(second, "approvals")]).toEqual(created)
+      expect(tableIds(first, "approvals")).toHaveLength(APPROVALS_PAGE)
+      // The expired one is among the recently finished, with its outcome.
+      expect(tableIds(first, "recent")).toEqual(["apr_test001"])
+      expect(first).toMatch(/apr_test001">alpha__write_1<\/a><\/th>\s*<td data-state="expired">expired<\/td>/)
 
       for (const query of [
         "after=%%%",

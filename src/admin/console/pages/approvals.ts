@@ -10,12 +10,14 @@ import { problem, shown, when } from "./parts.js"
 
 /**
  * Write approvals (docs/console.md, "Tool sources, approvals and audit"): the open ones (pending or
- * approved), oldest first and paged, each linked to its review page on the public listener — the
- * console never votes — and how the approval webhook and the audit archive are keeping up (the same
+ * approved), oldest first and paged, and the most recently finished, each linked to its review page on
+ * the public listener — the console never votes — and how the approval webhook and the audit archive are keeping up (the same
  * figures as `GET /api/v1/approvals/delivery`).
  */
 
 export const APPROVALS_PAGE = 50
+/** How many of the most recently finished approvals the page shows. */
+export const RECENT_APPROVALS = 20
 
 const page = (title: string, body: Html): ConsoleAnswer => ({ _tag: "Page", title, body })
 
@@ -63,6 +65,7 @@ const listRoute: ConsoleRoute = {
       if (text !== "" && after === undefined) return yield* problem(400, "after: not a position this list gave out.")
       const rows = yield* (yield* Approvals).openPage(APPROVALS_PAGE + 1, after)
       const shownRows = rows.slice(0, APPROVALS_PAGE)
+      const recent = yield* (yield* Approvals).recentlyFinished(RECENT_APPROVALS)
       const delivery = yield* deliveryStatus
       const { config } = yield* Config
       return page(
@@ -84,6 +87,19 @@ ${
 }
 ${rows.length > APPROVALS_PAGE ? html`<p><a id="next" href="/console/approvals?after=${cursorOf(shownRows.at(-1)!)}">Next approvals</a></p>` : ""}
 </section>
+<section aria-labelledby="recent-heading"><h2 id="recent-heading">Recently finished</h2>
+${
+  recent.length === 0
+    ? html`<p id="no-recent">No approval has finished yet.</p>`
+    : html`<table id="recent"><caption>The ${RECENT_APPROVALS} most recently finished write approvals, newest first</caption>
+<thead><tr><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Requested by</th><th scope="col">Finished</th></tr></thead>
+<tbody>${recent.map(
+        (
+          row
+        ) => html`<tr><th scope="row"><a href="${approvalUrlOf(config.server.public_url, row.id)}">${shown(row.exposed_name)}</a></th>
+<td data-state="${row.state}">${row.state}</td><td>${shown(row.subject)}</td><td>${when(row.finished_at)}</td></tr>`
+      )}</tbody></table>`
+}</section>
 <section aria-labelledby="delivery-heading"><h2 id="delivery-heading">Webhook and archive delivery</h2>
 <table id="delivery"><caption>Delivery queues</caption>
 <thead><tr><th scope="col">Queue</th><th scope="col">Enabled</th><th scope="col">Pending</th><th scope="col">Failed</th><th scope="col">Oldest pending</th><th scope="col">Last error</th></tr></thead>

@@ -88,10 +88,11 @@ const definitionField = (value: string) =>
 <textarea id="definition" name="definition" rows="16" cols="80" spellcheck="false" aria-describedby="definition-help" required>${value}</textarea>
 <p id="definition-help" class="muted">The fields of docs/tool-sources.md. A secret shown as {"configured": true} keeps its stored value; send a new value to replace it.</p>`
 
+/** The list of a kind, and the form that creates one (on the list: `/<kind>/new` could be an id). */
 const listRoute = (kind: SourceKind): ConsoleRoute => ({
   method: "GET",
   path: basePath(kind),
-  handler: () =>
+  handler: (request) =>
     Effect.gen(function* () {
       const list = yield* (yield* sourceWrites(kind)).list
       const title = titles[kind].many
@@ -99,7 +100,6 @@ const listRoute = (kind: SourceKind): ConsoleRoute => ({
         title,
         html`<h1>${title}</h1>
 ${list.managed ? "" : html`<p class="notice" id="not-managed">Managed storage is not initialized: the backends listed come from the YAML configuration. The first write imports them (docs/tool-sources.md).</p>`}
-<p><a href="${basePath(kind)}/new">New ${kindNames[kind].one}</a></p>
 ${
   list.items.length === 0
     ? html`<p id="empty">No ${kindNames[kind].one} yet.</p>`
@@ -109,25 +109,13 @@ ${
         (record) => html`<tr><th scope="row"><a href="${sourcePath(kind, record.id)}">${shown(record.id)}</a></th>
 <td>${record.definition["enabled"] === false ? "no" : "yes"}</td><td>${record.revision}</td><td>${when(record.updated_at)}</td><td>${record.updated_by === null ? "—" : shown(record.updated_by)}</td></tr>`
       )}</tbody></table>`
-}`
-      )
-    })
-})
-
-const newRoute = (kind: SourceKind): ConsoleRoute => ({
-  method: "GET",
-  path: `${basePath(kind)}/new`,
-  handler: (request) =>
-    Effect.succeed(
-      page(
-        `New ${kindNames[kind].one}`,
-        html`<h1>New ${kindNames[kind].one}</h1>
+}
+<section aria-labelledby="create-heading"><h2 id="create-heading">New ${kindNames[kind].one}</h2>
 <form method="post" action="${basePath(kind)}">${request.csrfField}
 ${definitionField('{\n  "id": ""\n}')}
-<button type="submit">Create</button></form>
-<p><a href="${basePath(kind)}">${titles[kind].many}</a></p>`
+<button type="submit">Create</button></form></section>`
       )
-    )
+    })
 })
 
 /** A write's answer: the record's page, or (review on) the proposal's page with its review link. */
@@ -233,7 +221,6 @@ export const toolSourcesSection: ConsoleSection = {
   nav: sourceKinds.map((kind) => ({ label: titles[kind].many, path: basePath(kind) })),
   routes: sourceKinds.flatMap((kind) => [
     listRoute(kind),
-    newRoute(kind),
     createRoute(kind),
     showRoute(kind),
     updateRoute(kind),

@@ -1,0 +1,18 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * The console's listings (docs/console.md). The audit trail is read newest first by (at, id), a page
+ * at a time, optionally of one actor or one target (src/store/audit-events.ts, `page`): each listing
+ * is a range of one of these indexes however many events the table keeps. `(at, id)` replaces the
+ * index on `at` alone, which it covers. The approvals page lists the most recently finished approvals
+ * the same way (src/store/approvals.ts, `listFinished`).
+ */
+export default Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DROP INDEX audit_events_at`
+  yield* sql`CREATE INDEX audit_events_recent ON audit_events (at, id)`
+  yield* sql`CREATE INDEX audit_events_actor ON audit_events (actor_id, at, id)`
+  yield* sql`CREATE INDEX audit_events_target ON audit_events (target_id, at, id)`
+  yield* sql`CREATE INDEX approvals_finished ON approvals (finished_at, id) WHERE finished_at IS NOT NULL`
+})
