@@ -51,6 +51,7 @@ describe.each(storeKinds)("console: write approvals (%s)", (kind) => {
     Effect.gen(function* () {
       const gateway = yield* oauthGateway({ kind })
       const now = Date.now()
+      const admin = yield* builtinAdmin(gateway)
       const created = yield* inGateway(gateway)(
         Effect.gen(function* () {
           const repo = yield* ApprovalRepo
@@ -64,7 +65,7 @@ describe.each(storeKinds)("console: write approvals (%s)", (kind) => {
                 operationKey: undefined,
                 issuer: gateway.issuer,
                 subject: `person-${index}`,
-                requesterId: `user-${index}`,
+                requesterId: index === 2 ? admin.userId : `user-${index}`,
                 clientId: undefined,
                 backend: "alpha",
                 tool: "write",
@@ -100,6 +101,13 @@ describe.each(storeKinds)("console: write approvals (%s)", (kind) => {
       expect(tableIds(first, "approvals")).toHaveLength(APPROVALS_PAGE)
       // The expired one is among the recently finished, with its outcome.
       expect(tableIds(first, "recent")).toEqual(["apr_test001"])
+      // Who asked: a user by display name and username, else the token's subject.
+      expect(first).toMatch(
+        /apr_test002">alpha__write_2<\/a><\/th>\s*<td data-state="pending">pending<\/td><td>[^<]+ \([^)]+\)<\/td>/
+      )
+      expect(first).toMatch(
+        /apr_test003">alpha__write_3<\/a><\/th>\s*<td data-state="pending">pending<\/td><td>person-3<\/td>/
+      )
       expect(first).toMatch(/apr_test001">alpha__write_1<\/a><\/th>\s*<td data-state="expired">expired<\/td>/)
 
       for (const query of [

@@ -1,9 +1,10 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { approvalUrlOf } from "../../../approvals/answers.js"
 import { Approvals } from "../../../approvals/service.js"
 import { type Html, html } from "../../../auth/pages/html.js"
 import { Config } from "../../../config/service.js"
 import type { ApprovalRow } from "../../../store/approvals.js"
+import { UserRepo } from "../../../store/users.js"
 import { deliveryStatus } from "../../approval-delivery.js"
 import type { ConsoleAnswer, ConsoleRoute, ConsoleSection } from "../route.js"
 import { problem, shown, when } from "./parts.js"
@@ -40,6 +41,21 @@ const parseCursor = (text: string) => {
   }
 }
 
+/** Who asked, as the review pages name them: display name (username), else the token's subject. */
+const requesterNames = (rows: ReadonlyArray<ApprovalRow>) =>
+  Effect.gen(function* () {
+    const users = yield* UserRepo
+    const names = new Map<string, string>()
+    for (const id of new Set(rows.flatMap((row) => (row.requester_id === null ? [] : [row.requester_id])))) {
+      const user = yield* users.findById(id)
+      if (Option.isSome(user)) {
+        const found = user.value
+        names.set(id, found.username === null ? found.display_name : `${found.display_name} (${found.username})`)
+      }
+    }
+    return (row: ApprovalRow) => (row.requester_id === null ? undefined : names.get(row.requester_id)) ?? row.subject
+  })
+
 const queueRow = (
   name: string,
   report: {
@@ -66,6 +82,7 @@ const listRoute: ConsoleRoute = {
       const rows = yield* (yield* Approvals).openPage(APPROVALS_PAGE + 1, after)
       const shownRows = rows.slice(0, APPROVALS_PAGE)
       const recent = yield* (yield* Approvals).recentlyFinished(RECENT_APPROVALS)
+      const requester = yield* requesterNames([...shownRows, ...recent])
       const delivery = yield* deliveryStatus
       const { config } = yield* Config
       return page(
@@ -82,7 +99,7 @@ ${
         (
           row
         ) => html`<tr><th scope="row"><a href="${approvalUrlOf(config.server.public_url, row.id)}">${shown(row.exposed_name)}</a></th>
-<td data-state="${row.state}">${row.state}</td><td>${shown(row.subject)}</td><td>${when(row.created_at)}</td><td>${when(row.expires_at)}</td><td>${row.required_approvals}</td></tr>`
+<td data-state="${row.state}">${row.state}</td><td>${shown(requester(row))}</td><td>${when(row.created_at)}</td><td>${when(row.expires_at)}</td><td>${row.required_approvals}</td></tr>`
       )}</tbody></table>`
 }
 ${rows.length > APPROVALS_PAGE ? html`<p><a id="next" href="/console/approvals?after=${cursorOf(shownRows.at(-1)!)}">Next approvals</a></p>` : ""}
@@ -97,7 +114,7 @@ ${
         (
           row
         ) => html`<tr><th scope="row"><a href="${approvalUrlOf(config.server.public_url, row.id)}">${shown(row.exposed_name)}</a></th>
-<td data-state="${row.state}">${row.state}</td><td>${shown(row.subject)}</td><td>${when(row.finished_at)}</td></tr>`
+<td data-state="${row.state}">${row.state}</td><td>${shown(requester(row))}</td><td>${when(row.finished_at)}</td></tr>`
       )}</tbody></table>`
 }</section>
 <section aria-labelledby="delivery-heading"><h2 id="delivery-heading">Webhook and archive delivery</h2>
