@@ -10,13 +10,23 @@ import { Effect } from "effect"
 import { proposalsSection } from "../../../src/admin/console/pages/proposals.js"
 import { toolSourcesSection } from "../../../src/admin/console/pages/tool-sources.js"
 import type { ConsoleAnswer, ConsoleProblem, ConsoleRoute } from "../../../src/admin/console/route.js"
+import { sourceWrites } from "../../../src/sources/writes.js"
 import { builtinAdmin, consoleRequest, runConsoleRoute } from "../../support/console-request.js"
 import { storeKinds } from "../../support/databases.js"
-import { type OAuthGateway, oauthGateway } from "../../support/oauth-gateway.js"
+import { inGeneration, type OAuthGateway, oauthGateway } from "../../support/oauth-gateway.js"
 import { backendServer, mcpUser } from "../../support/tool-source-gateway.js"
 
 const SECRET = "header-secret-value-0123456789"
 const HOSTILE = `<script>alert("x")</script>&'`
+const DESCRIPTION = `${HOSTILE}\u202e\u{f0000}`
+
+const unescapeHtml = (text: string) =>
+  text
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#39;", "'")
+    .replaceAll("&amp;", "&")
 
 const routeOf = (method: "GET" | "POST", path: string): ConsoleRoute => {
   const found = [...toolSourcesSection.routes, ...proposalsSection.routes].find(
@@ -161,6 +171,26 @@ describe.each(storeKinds)("console: tool sources (%s)", (kind) => {
           { revision: "2", definition: `{"headers": {"x": "${SECRET}"` }
         )
         expect((secretInJson as ConsoleProblem).message).not.toContain(SECRET)
+        // An OpenAPI document the importer refuses: the API's message, naming the JSON Pointer at fault.
+        const badDocument = yield* pages.post(
+          "/console/openapi-imports",
+          {},
+          {
+            definition: JSON.stringify({
+              id: "pets",
+              server_url: "https://api.example.com",
+              source: {
+                document: {
+                  openapi: "3.0.3",
+                  info: { title: "x", version: "1" },
+                  paths: { "/p": { get: { responses: 5 } } }
+                }
+              }
+            })
+          }
+        )
+        expect(badDocument).toMatchObject({ _tag: "ConsoleProblem", status: 400 })
+        expect((badDocument as ConsoleProblem).message).toMatch(/^source: \/paths/)
         const taken = yield* pages.post("/console/backends", {}, { definition: backendDefinition("alpha", alpha.url) })
         expect(taken).toMatchObject({ _tag: "ConsoleProblem", status: 409 })
 
@@ -179,7 +209,7 @@ describe.each(storeKinds)("console: tool sources (%s)", (kind) => {
           {
             definition: JSON.stringify({
               id: "g1",
-              description: HOSTILE,
+              description: DESCRIPTION,
               members: [{ endpoint: "beta", tool: "echo" }]
             })
           }
@@ -189,10 +219,26 @@ describe.each(storeKinds)("console: tool sources (%s)", (kind) => {
         expect(groupPage).not.toContain("<script>")
         expect(groupPage).toContain("&lt;script&gt;alert(\\&quot;x\\&quot;)&lt;/script&gt;&amp;&#39;")
         expect(groupPage).toMatch(/<code>g1__echo<\/code><\/th><td><code>echo<\/code><\/td>/)
+        // Hidden characters: visible in the definition and escaped in the change form, whose text saved
+        // unchanged stores exactly the same description.
+        expect(groupPage).not.toMatch(/[\u202e\u{f0000}]/u)
+        expect(groupPage).toContain("\\u202e\\uf0000")
+        const formText = unescapeHtml(/<textarea id="definition"[^>]*>([\s\S]*?)<\/textarea>/.exec(groupPage)![1]!)
+        expect(formText).toContain("\\u202e\\udb80\\udc00")
+        const resaved = yield* pages.post(
+          "/console/tool-groups/:id",
+          { id: "g1" },
+          { revision: "1", definition: formText }
+        )
+        expect(resaved).toMatchObject({ _tag: "SeeOther", location: "/console/tool-groups/g1" })
+        const stored = yield* inGeneration(gateway)(
+          Effect.flatMap(sourceWrites("tool_group"), (writes) => writes.read("g1"))
+        )
+        expect(stored).toMatchObject({ revision: "2", definition: { description: DESCRIPTION } })
         const inUse = yield* pages.post("/console/backends/:id/delete", { id: "beta" }, { revision: "2" })
         expect(inUse).toMatchObject({ _tag: "ConsoleProblem", status: 409 })
 
-        expect(yield* pages.post("/console/tool-groups/:id/delete", { id: "g1" }, { revision: "1" })).toMatchObject({
+        expect(yield* pages.post("/console/tool-groups/:id/delete", { id: "g1" }, { revision: "2" })).toMatchObject({
           _tag: "SeeOther",
           location: "/console/tool-groups"
         })

@@ -9,7 +9,7 @@ import { MAX_BODY_BYTES } from "../../body.js"
 import { requestId } from "../../errors.js"
 import { MAX_IMPORT_BODY_BYTES } from "../../sources.js"
 import type { ConsoleAnswer, ConsoleRequest, ConsoleRoute, ConsoleSection } from "../route.js"
-import { jsonBlock, param, problem, shown, when } from "./parts.js"
+import { jsonBlock, jsonForEditing, param, problem, shown, when } from "./parts.js"
 
 /**
  * The console's pages of managed tool sources (docs/console.md, "Tool sources, approvals and audit"):
@@ -178,7 +178,7 @@ ${
 <section aria-labelledby="change-heading"><h2 id="change-heading">Change</h2>
 <form method="post" action="${sourcePath(kind, id)}">${request.csrfField}
 <input type="hidden" name="revision" value="${record.revision}">
-${definitionField(JSON.stringify(editable(record), null, 2))}
+${definitionField(jsonForEditing(editable(record)))}
 <button type="submit">Save changes</button></form></section>
 <section aria-labelledby="delete-heading"><h2 id="delete-heading">Delete</h2>
 <form method="post" action="${sourcePath(kind, id)}/delete">${request.csrfField}
