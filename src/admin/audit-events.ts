@@ -3,6 +3,7 @@ import { Data, Effect } from "effect"
 import { isRecord } from "../json.js"
 import { type AuditEventListed, AuditEventRepo } from "../store/audit-events.js"
 import { ManagementApi } from "./api.js"
+import { decodePosition, encodePosition } from "./cursor.js"
 import { apiError } from "./errors.js"
 
 /**
@@ -53,25 +54,6 @@ const invalid = (parameter: keyof AuditQuery, message: string) =>
 const single = (parameter: keyof AuditQuery, value: QueryValue) =>
   typeof value === "string" || value === undefined ? Effect.succeed(value) : invalid(parameter, "give it once")
 
-/** The cursor names the last event shown: its time and id, base64url JSON (opaque to callers). */
-const cursorOf = (event: AuditEventListed) =>
-  Buffer.from(JSON.stringify([event.at.getTime(), event.id])).toString("base64url")
-
-const parseCursor = (cursor: string) => {
-  try {
-    if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return undefined
-    const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    if (!Array.isArray(value) || value.length !== 2) return undefined
-    const [at, id] = value as [unknown, unknown]
-    if (typeof at !== "number" || !Number.isSafeInteger(at) || at < 0 || typeof id !== "string" || id.length > 64) {
-      return undefined
-    }
-    return { at: new Date(at), id }
-  } catch {
-    return undefined
-  }
-}
-
 const filterOf = (parameter: "actor" | "target", value: string | undefined) => {
   if (value === undefined || value === "") return Effect.succeed(undefined)
   return value.length > MAX_FILTER_LENGTH
@@ -107,7 +89,7 @@ export const listAuditEvents = Effect.fn("AuditEvents.list")(function* (query: A
   }
   const limit = limitText === undefined ? DEFAULT_AUDIT_PAGE : Number(limitText)
   const cursorText = yield* single("cursor", query.cursor)
-  const before = cursorText === undefined || cursorText === "" ? undefined : parseCursor(cursorText)
+  const before = cursorText === undefined || cursorText === "" ? undefined : decodePosition(cursorText)
   if (cursorText !== undefined && cursorText !== "" && before === undefined) {
     return yield* invalid("cursor", "not a cursor this listing gave out")
   }
@@ -115,7 +97,7 @@ export const listAuditEvents = Effect.fn("AuditEvents.list")(function* (query: A
   const shown = rows.slice(0, limit)
   return {
     items: shown.map(itemOf),
-    ...(rows.length > limit ? { next_cursor: cursorOf(shown.at(-1)!) } : {})
+    ...(rows.length > limit ? { next_cursor: encodePosition(shown.at(-1)!) } : {})
   } satisfies AuditPage
 })
 

@@ -6,6 +6,7 @@ import { Config } from "../../../config/service.js"
 import type { ApprovalRow } from "../../../store/approvals.js"
 import { UserRepo } from "../../../store/users.js"
 import { deliveryStatus } from "../../approval-delivery.js"
+import { decodePosition, encodePosition } from "../../cursor.js"
 import type { ConsoleAnswer, ConsoleRoute, ConsoleSection } from "../route.js"
 import { problem, shown, when } from "./parts.js"
 
@@ -21,25 +22,6 @@ export const APPROVALS_PAGE = 50
 export const RECENT_APPROVALS = 20
 
 const page = (title: string, body: Html): ConsoleAnswer => ({ _tag: "Page", title, body })
-
-/** The cursor names the last approval shown: base64url JSON of its creation time and id. */
-const cursorOf = (row: ApprovalRow) =>
-  Buffer.from(JSON.stringify([row.created_at.getTime(), row.id])).toString("base64url")
-
-const parseCursor = (text: string) => {
-  try {
-    if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return undefined
-    const value: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"))
-    if (!Array.isArray(value) || value.length !== 2) return undefined
-    const [at, id] = value as [unknown, unknown]
-    if (typeof at !== "number" || !Number.isSafeInteger(at) || at < 0 || typeof id !== "string" || id.length > 64) {
-      return undefined
-    }
-    return { createdAt: new Date(at), id }
-  } catch {
-    return undefined
-  }
-}
 
 /** Who asked, as the review pages name them: display name (username), else the token's subject. */
 const requesterNames = (rows: ReadonlyArray<ApprovalRow>) =>
@@ -77,8 +59,9 @@ const listRoute: ConsoleRoute = {
       const given = request.query.getAll("after")
       if (given.length > 1) return yield* problem(400, "after: give it once.")
       const text = given[0] ?? ""
-      const after = text === "" ? undefined : parseCursor(text)
-      if (text !== "" && after === undefined) return yield* problem(400, "after: not a position this list gave out.")
+      const position = text === "" ? undefined : decodePosition(text)
+      const after = position === undefined ? undefined : { createdAt: position.at, id: position.id }
+      if (text !== "" && position === undefined) return yield* problem(400, "after: not a position this list gave out.")
       const rows = yield* (yield* Approvals).openPage(APPROVALS_PAGE + 1, after)
       const shownRows = rows.slice(0, APPROVALS_PAGE)
       const recent = yield* (yield* Approvals).recentlyFinished(RECENT_APPROVALS)
@@ -102,7 +85,7 @@ ${
 <td data-state="${row.state}">${row.state}</td><td>${shown(requester(row))}</td><td>${when(row.created_at)}</td><td>${when(row.expires_at)}</td><td>${row.required_approvals}</td></tr>`
       )}</tbody></table>`
 }
-${rows.length > APPROVALS_PAGE ? html`<p><a id="next" href="/console/approvals?after=${cursorOf(shownRows.at(-1)!)}">Next approvals</a></p>` : ""}
+${rows.length > APPROVALS_PAGE ? html`<p><a id="next" href="/console/approvals?after=${encodePosition({ at: shownRows.at(-1)!.created_at, id: shownRows.at(-1)!.id })}">Next approvals</a></p>` : ""}
 </section>
 <section aria-labelledby="recent-heading"><h2 id="recent-heading">Recently finished</h2>
 ${

@@ -4,13 +4,14 @@ import { Config } from "../../../config/service.js"
 import { ConfigChanges, type ProposalState, type ProposalSummary } from "../../../sources/changes.js"
 import { kindNames } from "../../../sources/definitions.js"
 import { reviewUrl } from "../../../sources/review-url.js"
+import { decodePosition, encodePosition } from "../../cursor.js"
 import type { ConsoleAnswer, ConsoleRoute, ConsoleSection } from "../route.js"
 import { jsonBlock, param, problem, shown, when } from "./parts.js"
 import { sourcePath } from "./tool-sources.js"
 
 /**
- * Configuration proposals (docs/console.md, "Tool sources, approvals and audit"): the list by state
- * and one proposal with its diff against what is active, secrets masked (ConfigChanges, as the
+ * Configuration proposals (docs/console.md, "Tool sources, approvals and audit"): the list by state,
+ * newest first, a page at a time, and one proposal with its diff against what is active, secrets masked (ConfigChanges, as the
  * Management API reads them). The console never decides a proposal: a security reviewer does, on the
  * review pages of the public listener, which each pending proposal links to.
  */
@@ -25,6 +26,8 @@ const stateNames: Readonly<Record<ProposalState, string>> = {
   unknown: "interrupted while applying: to be inspected"
 }
 const states = Object.keys(stateNames) as ReadonlyArray<ProposalState>
+
+export const PROPOSALS_PAGE = 50
 
 const page = (title: string, body: Html): ConsoleAnswer => ({ _tag: "Page", title, body })
 
@@ -42,7 +45,25 @@ const listRoute: ConsoleRoute = {
       if (state !== undefined && !states.includes(state as ProposalState)) {
         return yield* problem(400, `state: expected one of ${states.join(", ")}.`)
       }
-      const items = yield* (yield* ConfigChanges).list(state === undefined ? {} : { state: state as ProposalState })
+      const afters = request.query.getAll("after")
+      if (afters.length > 1) return yield* problem(400, "after: give it once.")
+      const text = afters[0] ?? ""
+      const position = text === "" ? undefined : decodePosition(text)
+      if (text !== "" && position === undefined) return yield* problem(400, "after: not a position this list gave out.")
+      const found = yield* (yield* ConfigChanges).list({
+        ...(state === undefined ? {} : { state: state as ProposalState }),
+        limit: PROPOSALS_PAGE + 1,
+        ...(position === undefined ? {} : { before: { createdAt: position.at, id: position.id } })
+      })
+      const items = found.slice(0, PROPOSALS_PAGE)
+      const last = items.at(-1)
+      const next =
+        found.length > PROPOSALS_PAGE && last !== undefined
+          ? `/console/proposals?${new URLSearchParams({
+              ...(state === undefined ? {} : { state }),
+              after: encodePosition({ at: new Date(last.created_at), id: last.id })
+            })}`
+          : undefined
       return page(
         "Configuration proposals",
         html`<h1>Configuration proposals</h1>
@@ -61,7 +82,8 @@ ${
         ) => html`<tr><th scope="row"><a href="/console/proposals/${encodeURIComponent(item.id)}">${subjectOf(item)}</a></th>
 <td data-state="${item.state}">${stateNames[item.state]}</td><td>${shown(item.proposed_by.name)}</td><td>${when(item.created_at)}</td></tr>`
       )}</tbody></table>`
-}`
+}
+${next === undefined ? "" : html`<p><a id="older" href="${next}">Older proposals</a></p>`}`
       )
     })
 }
