@@ -272,6 +272,56 @@ export class DirectoryApi extends HttpApiGroup.make("directory")
   .middleware(AdminAuth)
   .prefix("/api/v1") {}
 
+const AuditQueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
+const auditParameter = (jsonSchema: Record<string, unknown>) =>
+  Schema.optional(AuditQueryValue.annotations({ jsonSchema: { type: "string", ...jsonSchema } }))
+
+const AuditEventRecord = Schema.Struct({
+  id: Schema.String,
+  at: Schema.String.annotations({ description: "RFC 3339 time, UTC" }),
+  actor: Schema.NullOr(
+    Schema.Struct({
+      id: Schema.String,
+      name: Schema.NullOr(Schema.String).annotations({ description: "The user's display name; null when no such user" })
+    })
+  ).annotations({ description: "Who made the change; null when the gateway itself did (e.g. a directory push)" }),
+  action: Schema.String,
+  target: Schema.Struct({ kind: Schema.String, id: Schema.String }),
+  detail: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "What changed; never a secret"
+  }),
+  request_id: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "AuditEvent" })
+
+/** `/api/v1/audit-events`: the audit trail of identity and configuration changes (docs/management-api.md). */
+export class AuditEventsApi extends HttpApiGroup.make("auditEvents")
+  .add(
+    HttpApiEndpoint.get("list", "/audit-events")
+      .setUrlParams(
+        Schema.Struct({
+          actor: auditParameter({ description: "Only changes made by this user id" }),
+          target: auditParameter({ description: "Only changes of this target id (user, group, tool source, …)" }),
+          limit: auditParameter({
+            pattern: "^[1-9][0-9]{0,2}$",
+            description: "Events per page: an integer from 1 to 200 (default 50)"
+          }),
+          cursor: auditParameter({ description: "The previous page's next_cursor" })
+        })
+      )
+      .addSuccess(
+        Schema.Struct({
+          items: Schema.Array(AuditEventRecord),
+          next_cursor: Schema.optional(Schema.String).annotations({
+            description: "Pass as cursor for the next (older) page; absent on the last page"
+          })
+        }).annotations({ identifier: "AuditEventList" })
+      )
+      .annotate(OpenApi.Summary, "The audit trail of identity and configuration changes, newest first, paged")
+  )
+  .addError(BadRequest)
+  .middleware(AdminAuth)
+  .prefix("/api/v1") {}
+
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
   .add(IdentityProvidersApi)
@@ -283,6 +333,7 @@ export class ManagementApi extends HttpApi.make("management")
   .add(ToolGroupsApi)
   .add(ToolSourcesApi)
   .add(StatusApi)
+  .add(AuditEventsApi)
   .annotate(OpenApi.Title, "gateway Management API")
   .annotate(OpenApi.Version, version)
   .annotate(

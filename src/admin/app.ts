@@ -20,6 +20,7 @@ import type { RequestsInFlight } from "../runtime/requests-in-flight.js"
 import { hasControlCharacter } from "../text.js"
 import { ManagementApi, openApiPath } from "./api.js"
 import { ApprovalDeliveryLive } from "./approval-delivery.js"
+import { AuditEventsLive } from "./audit-events.js"
 import { AdminAuthLive, DeliveryAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { DirectoryLive } from "./directory.js"
@@ -105,6 +106,7 @@ export const makeAdminHandler = (
       Layer.provide(IdentityProvidersLive),
       Layer.provide(DirectoryLive),
       Layer.provide(ApprovalDeliveryLive),
+      Layer.provide(AuditEventsLive),
       Layer.provide(Layer.mergeAll(BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive)),
       Layer.provide(StatusLive.pipe(Layer.provide(generationIdLayer(generationId)))),
       Layer.provide(Layer.merge(AdminAuthLive, DeliveryAuthLive)),

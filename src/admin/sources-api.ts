@@ -1,7 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ManagedBackend, ManagedHttpTool, ManagedOpenApiImport, ManagedToolGroup } from "../sources/definitions.js"
+import { ManagedBackend, ManagedHttpTool, ManagedToolGroup } from "../sources/definitions.js"
 import { SourceKind } from "../sources/schema.js"
+import { OpenApiImportBody } from "../sources/writes.js"
 import { ProposalStateColumn } from "../store/source-proposals.js"
 import {
   BadRequest,
@@ -144,9 +145,6 @@ const sourceGroup = <const Name extends string>(
     .addError(BadRequest)
     .middleware(AdminAuth)
     .prefix("/api/v1")
-
-/** An OpenAPI import as written: the tools are derived from the document, never sent. */
-export const OpenApiImportBody = ManagedOpenApiImport.pipe(Schema.omit("tools", "document_sha256"))
 
 export const BackendsApi = sourceGroup("backends", "backend", "/backends", ManagedBackend)
 export const HttpToolsApi = sourceGroup("httpTools", "HTTP tool", "/http-tools", ManagedHttpTool)

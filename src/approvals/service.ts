@@ -359,6 +359,22 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     })
 
     /**
+     * Every open approval (pending or approved), oldest first, `limit` of them after `after`: the
+     * administrators' overview (the console's approvals page), which links each to its review page.
+     * Due ones expire first, so none is shown open past its expiry.
+     */
+    const openPage = Effect.fn("Approvals.openPage")(function* (
+      limit: number,
+      after?: { readonly createdAt: Date; readonly id: string }
+    ) {
+      yield* expireDue(yield* now)
+      return yield* repo.listOpen(limit, after)
+    })
+
+    /** The `limit` most recently finished approvals (completed, rejected, revoked, expired, unknown), newest first. */
+    const recentlyFinished = Effect.fn("Approvals.recentlyFinished")((limit: number) => repo.listFinished(limit))
+
+    /**
      * Votes count only while their reviewers may review: the voters of `row` who no longer hold the
      * approver role (or are disabled, or inactive in the directory) are withdrawn — a pending approval
      * loses their votes, an approved one goes back to pending. The row as it is afterwards.
@@ -520,6 +536,8 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
       reviewerOf,
       detail,
       openFor,
+      openPage,
+      recentlyFinished,
       approve,
       reject: decide("reject", ["pending"], "rejected"),
       revoke: decide("revoke", ["pending", "approved"], "revoked"),

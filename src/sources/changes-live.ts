@@ -95,8 +95,14 @@ export const ConfigChangesLive = Layer.effect(
     const yamlBackends = () => applier.serving()?.config.backends ?? []
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    const list = (filter?: { readonly state?: ProposalSummary["state"] }) =>
-      Effect.map(proposals.list(filter?.state), (rows) => rows.map(summaryOf))
+    const list: ConfigChanges["Type"]["list"] = (filter) =>
+      Effect.map(
+        proposals.list(
+          filter?.state,
+          filter?.limit === undefined ? undefined : { limit: filter.limit, before: filter.before }
+        ),
+        (rows) => rows.map(summaryOf)
+      )
 
     const openProposal = (row: ProposalRow) =>
       Effect.gen(function* () {

@@ -44,7 +44,15 @@ export class ProposalApplicationFailed extends Data.TaggedError("ProposalApplica
 export class ConfigChanges extends Context.Tag("gateway/ConfigChanges")<
   ConfigChanges,
   {
-    readonly list: (filter?: { readonly state?: ProposalState }) => Effect.Effect<ReadonlyArray<ProposalSummary>>
+    /**
+     * Newest first, of one state when given; with `limit`, that many after `before` (the console's
+     * pages), else every one (the Management API's list).
+     */
+    readonly list: (filter?: {
+      readonly state?: ProposalState
+      readonly limit?: number
+      readonly before?: { readonly createdAt: Date; readonly id: string }
+    }) => Effect.Effect<ReadonlyArray<ProposalSummary>>
     readonly show: (id: string) => Effect.Effect<Option.Option<ProposalDetail>>
     readonly approve: (
       id: string,

@@ -448,6 +448,17 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
     })
 
     /**
+     * The `limit` most recently finished approvals, newest first: a range of the `approvals_finished`
+     * index (migration 0022), however many the table keeps until retention drops them.
+     */
+    const listFinished = Effect.fn("ApprovalRepo.listFinished")(function* (limit: number) {
+      const index = sql.onDialectOrElse({ sqlite: () => sql`INDEXED BY approvals_finished`, orElse: () => sql`` })
+      return yield* sql`SELECT ${sql.literal(LIST_COLUMNS)}, NULL AS intent_sealed, NULL AS result_sealed
+        FROM approvals ${index} WHERE finished_at IS NOT NULL
+        ORDER BY finished_at DESC, id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+    })
+
+    /**
      * Retention: finished approvals older than `before` are deleted with their votes; each operation key
      * stays behind as a tombstone. One with an audit archive entry the receiver has not acknowledged
      * stays whole until it is (docs/audit-archive.md, "Shipping"). Returns how many were dropped.
@@ -529,6 +540,7 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
       interrupted,
       remind,
       listOpen,
+      listFinished,
       purge,
       withdrawVotes
     } as const

@@ -89,12 +89,26 @@ export class ProposalRepo extends Effect.Service<ProposalRepo>()("gateway/Propos
       return Option.fromNullable(rows[0])
     })
 
-    const list = Effect.fn("ProposalRepo.list")(function* (state?: ProposalStateColumn) {
-      const query =
-        state === undefined
-          ? sql`SELECT * FROM source_proposals ORDER BY created_at DESC, id`
-          : sql`SELECT * FROM source_proposals WHERE state = ${state} ORDER BY created_at DESC, id`
-      return yield* query.pipe(decode, Effect.orDie)
+    /**
+     * Proposals newest first by (created_at, id), of one state when given; `page`: at most `limit` of
+     * them after `before` — a range of `source_proposals_state` or `source_proposals_recent`
+     * (migration 0022). A list never opens a definition (up to 32 MiB each): it reads an empty one.
+     */
+    const list = Effect.fn("ProposalRepo.list")(function* (
+      state?: ProposalStateColumn,
+      page?: { readonly limit: number; readonly before?: { readonly createdAt: Date; readonly id: string } | undefined }
+    ) {
+      const conditions = [
+        ...(state === undefined ? [] : [sql`state = ${state}`]),
+        ...(page?.before === undefined
+          ? []
+          : [sql`(created_at, id) < (${toStoredTimestamp(page.before.createdAt)}, ${page.before.id})`])
+      ]
+      const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.and(conditions)}`
+      const limit = page === undefined ? sql`` : sql`LIMIT ${page.limit}`
+      return yield* sql`SELECT id, kind, target_id, action, '' AS definition, base_revisions, state, proposed_by,
+        proposed_by_name, created_at, decided_by, decided_by_name, decided_at, failure
+        FROM source_proposals ${where} ORDER BY created_at DESC, id DESC ${limit}`.pipe(decode, Effect.orDie)
     })
 
     /** True when the proposal was in `from` and is in `to` now. */

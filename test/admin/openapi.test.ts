@@ -21,6 +21,7 @@ describe("the Management API's OpenAPI document", () => {
     const paths = Object.keys(committed.paths).sort()
     expect(paths).toEqual([
       "/api/v1/approvals/delivery",
+      "/api/v1/audit-events",
       "/api/v1/backends",
       "/api/v1/backends/{id}",
       "/api/v1/directory",
