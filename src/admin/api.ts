@@ -19,6 +19,7 @@ import {
   Unauthorized,
   UnsupportedMediaType
 } from "./errors.js"
+import { LocalAccountsApi } from "./local-accounts-api.js"
 import { AdminAuth, AdminCaller } from "./middleware.js"
 import {
   DirectoryConnectionRecord,
@@ -274,6 +275,7 @@ export class DirectoryApi extends HttpApiGroup.make("directory")
 
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
+  .add(LocalAccountsApi)
   .add(IdentityProvidersApi)
   .add(DirectoryApi)
   .add(ApprovalDeliveryApi)
@@ -287,7 +289,7 @@ export class ManagementApi extends HttpApi.make("management")
   .annotate(OpenApi.Version, version)
   .annotate(
     OpenApi.Description,
-    "Identities, groups, permissions, identity connections, directory versions and tool sources of the gateway (docs/management-api.md). Writes need If-Match."
+    "Identities, groups, permissions, local accounts, identity connections, directory versions and tool sources of the gateway (docs/management-api.md). Writes need If-Match."
   ) {}
 
 /** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */
