@@ -101,13 +101,19 @@ export const enrolEndpoint = answerPage(
     const throttle = yield* LoginThrottle
     const user = yield* accounts.openLink(Redacted.make(text))
     if (Option.isNone(user)) {
-      // Guessing links costs like guessing passwords: counted per address under one name.
+      // Posts of dead links count like wrong passwords, per address under one name; past the limit, 429.
       const attempt = yield* Effect.either(throttle.reserve("enrolment-link", address))
-      if (attempt._tag === "Right") yield* throttle.release(attempt.right)
       yield* (yield* SecurityLog).limited(address, "auth.enrolment_refused", {
         client_address: address,
-        reason: "link_dead"
+        reason: attempt._tag === "Left" ? "throttled" : "link_dead"
       })
+      if (attempt._tag === "Left") {
+        return HttpServerResponse.setHeader(
+          noReferrer(messagePage("Too many attempts", "Too many attempts. Try again later.", 429)),
+          "retry-after",
+          String(attempt.left.retryAfterSeconds)
+        )
+      }
       return yield* deadLink()
     }
     const browser = readBrowserCookie(settings, request.cookies)
