@@ -11,6 +11,7 @@ import { afterAll, beforeAll } from "vitest"
 import { LocalAccountAdmin } from "../../src/identity/local/account-admin.js"
 import { initAdmin } from "../../src/identity/local/admin.js"
 import { totpAt } from "../../src/identity/local/totp.js"
+import { PolicyWrites } from "../../src/policy/writes.js"
 import { UserRepo } from "../../src/store/users.js"
 import {
   approvalIdOf,
@@ -135,6 +136,36 @@ describe.each(storeKinds)("LocalAccountAdmin (%s)", (kind) => {
           })
           expect(right._tag).toBe("Enrolled")
           expect(Option.isNone(yield* accounts.openLink(issued.token))).toBe(true)
+        })
+      )
+    })
+  )
+})
+
+describe.each(storeKinds)("LocalAccountAdmin and the last local administrator (%s)", (kind) => {
+  it.scoped("refuses to disable or reset the only local administrator left, with last_administrator", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway({ kind })
+      yield* inGateway(gateway)(
+        Effect.gen(function* () {
+          const accounts = yield* LocalAccountAdmin
+          const id = yield* createAndEnrol("root2")
+          yield* grantAccessTo(id, [], { roles: ["admin"] })
+          // The built-in administrator leaves the Administrators group: root2 is the one local administrator.
+          const admin = Option.getOrThrow(yield* (yield* UserRepo).findBuiltinAdmin)
+          yield* (yield* PolicyWrites).updateUser(testActor, admin.id, admin.revision, { enabled: true, groups: [] })
+          const revision = (yield* accounts.show(id)).user.revision
+          const attempts: ReadonlyArray<Effect.Effect<unknown, { readonly code: string }>> = [
+            accounts.disable(testActor, id, revision),
+            accounts.resetPassword(testActor, id, revision),
+            accounts.resetMfa(testActor, id, revision)
+          ]
+          for (const attempt of attempts) {
+            const refused = yield* Effect.flip(attempt)
+            expect(refused.code).toBe("last_administrator")
+          }
+          const unchanged = yield* accounts.show(id)
+          expect(unchanged.user).toMatchObject({ status: "enabled", revision })
         })
       )
     })

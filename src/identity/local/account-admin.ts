@@ -5,6 +5,7 @@ import { sha256Hex } from "../../crypto/hashing.js"
 import { Sealer } from "../../crypto/sealer.js"
 import { securityEvent } from "../../events/security-log.js"
 import { AccessState } from "../../policy/access-state.js"
+import { keepingLocalAdministrator } from "../../policy/last-administrator.js"
 import type { Actor } from "../../policy/writes.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
 import { BrowserSessionRepo } from "../../store/browser-sessions.js"
@@ -32,6 +33,7 @@ export type LocalAccountRefusalCode =
   | "name_taken"
   | "builtin_administrator"
   | "account_disabled"
+  | "last_administrator"
 
 export class LocalAccountRefused extends Data.TaggedError("LocalAccountRefused")<{
   readonly code: LocalAccountRefusalCode
@@ -256,7 +258,12 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
             if (user.revision !== expected) return yield* stale(user.revision)
             const status = yield* next(user)
             const at = yield* now
-            const written = yield* users.updateIfRevision(id, expected, { status }, at)
+            // Disabling or resetting an administrator must leave a local administrator (docs/management-api.md).
+            const written = yield* keepingLocalAdministrator(users.updateIfRevision(id, expected, { status }, at)).pipe(
+              Effect.catchTag("PolicyRefused", (refused) =>
+                Effect.fail(refuse("last_administrator", refused.description))
+              )
+            )
             if (written._tag !== "Written") return yield* stale(user.revision)
             const result = yield* apply(user, at)
             line = yield* record(actor, action, id, {
@@ -348,7 +355,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
       const link = yield* links.findLive(hash, yield* now)
       if (Option.isNone(link)) return Option.none<UserRow>()
       const user = yield* users.findById(link.value.user_id)
-      return Option.filter(user, (row) => row.kind === "local" && row.status === "pending")
+      return Option.filter(user, (row) => row.kind === "local" && row.status !== "disabled")
     })
 
     /**
@@ -386,7 +393,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
           const at = yield* now
           const userId = yield* links.redeem(hash, at)
           const user = userId === undefined ? Option.none<UserRow>() : yield* users.findById(userId)
-          if (Option.isNone(user) || user.value.kind !== "local" || user.value.status !== "pending") {
+          if (Option.isNone(user) || user.value.kind !== "local" || user.value.status === "disabled") {
             return yield* refuse("not_found", "link_dead")
           }
           const sealed = sealer.seal(secret.value, totpSealContext(user.value.id))
@@ -398,7 +405,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
             action: "identity.local_account_enrolled",
             targetKind: "user",
             targetId: user.value.id,
-            detail: { status: { before: "pending", after: "enabled" }, revision: user.value.revision + 1 },
+            detail: { status: { before: user.value.status, after: "enabled" }, revision: user.value.revision + 1 },
             requestId: yield* requestIdOf
           })
           return user.value

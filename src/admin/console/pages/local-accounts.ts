@@ -27,6 +27,7 @@ const statusOf: Record<LocalAccountRefusalCode, ConsoleProblem["status"]> = {
   not_found: 404,
   name_taken: 409,
   account_disabled: 409,
+  last_administrator: 409,
   precondition_failed: 412
 }
 
