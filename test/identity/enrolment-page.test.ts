@@ -6,11 +6,14 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { accessFields } from "../../src/http/request-context.js"
 import { totpAt } from "../../src/identity/local/totp.js"
 import { adminToken, managementApi } from "../support/admin-api.js"
+import { enrolThroughLink } from "../support/enrolment.js"
 import { LogCapture } from "../support/logs.js"
 import { Browser, enrollmentSecret, formFields } from "../support/oauth-client.js"
 import { oauthGateway } from "../support/oauth-gateway.js"
+import { startOtlpReceiver } from "../support/otlp-receiver.js"
 
 const PASSWORD = "a long enough password"
 
@@ -70,6 +73,36 @@ describe("the enrolment page", () => {
       expect(logs.events("auth.enrolment_refused").map((entry) => entry["reason"])).toContain("wrong_code")
       expect(logs.events("auth.enrolment_refused").map((entry) => entry["reason"])).toContain("link_dead")
       expect(logs.text()).not.toContain(token)
+      // Access lines (debug, and 5xx answers) carry the path without its query.
+      const line = accessFields("GET", `${link.pathname}${link.search}`, 200, performance.now())
+      expect(line.path).toBe("/sso/enrol")
+      expect(JSON.stringify(line)).not.toContain(token)
+    })
+  )
+})
+
+describe("the enrolment link in traces", () => {
+  it.scopedLive("no exported span holds the token: the request spans carry the route, not the query", () =>
+    Effect.gen(function* () {
+      const receiver = yield* Effect.acquireRelease(
+        Effect.promise(() => startOtlpReceiver()),
+        (started) => Effect.promise(() => started.stop())
+      )
+      const gateway = yield* oauthGateway({ patch: { observability: { otlp_endpoint: receiver.url } } })
+      const api = managementApi(gateway, yield* adminToken(gateway, {}, Date.now()))
+      const created = yield* api.post("/api/v1/local-accounts", { username: "nina", display_name: "Nina" })
+      const link = created.body["enrolment_url"] as string
+      const token = new URL(link).searchParams.get("token")!
+      const enrolled = yield* Effect.promise(() => enrolThroughLink(link, PASSWORD, Date.now()))
+      expect(enrolled.status).toBe(200)
+      const spans = yield* Effect.promise(() =>
+        // The administrator's sign-in posts twice under /sso (password, TOTP enrolment); the enrolment's post is the third.
+        receiver.waitFor((all) => all.filter((span) => span.name === "POST /sso").length >= 3)
+      )
+      expect(spans.filter((span) => span.name === "GET /sso").length).toBeGreaterThanOrEqual(3)
+      expect(Buffer.concat(receiver.bodies()).toString("latin1")).not.toContain(token)
+      const values = spans.flatMap((span) => [span.name, ...Object.values(span.attributes).map(String)])
+      expect(values.some((value) => value.includes(token))).toBe(false)
     })
   )
 })
