@@ -19,6 +19,7 @@ import {
   Unauthorized,
   UnsupportedMediaType
 } from "./errors.js"
+import { LocalAccountsApi } from "./local-accounts-api.js"
 import { AdminAuth, AdminCaller } from "./middleware.js"
 import {
   DirectoryConnectionRecord,
@@ -324,6 +325,7 @@ export class AuditEventsApi extends HttpApiGroup.make("auditEvents")
 
 export class ManagementApi extends HttpApi.make("management")
   .add(IdentitiesApi)
+  .add(LocalAccountsApi)
   .add(IdentityProvidersApi)
   .add(DirectoryApi)
   .add(ApprovalDeliveryApi)
@@ -338,7 +340,7 @@ export class ManagementApi extends HttpApi.make("management")
   .annotate(OpenApi.Version, version)
   .annotate(
     OpenApi.Description,
-    "Identities, groups, permissions, identity connections, directory versions and tool sources of the gateway (docs/management-api.md). Writes need If-Match."
+    "Identities, groups, permissions, local accounts, identity connections, directory versions and tool sources of the gateway (docs/management-api.md). Writes need If-Match."
   ) {}
 
 /** Where the generated OpenAPI document is served (and committed: docs/api/openapi.json). */

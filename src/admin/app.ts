@@ -26,6 +26,7 @@ import { MAX_BODY_BYTES } from "./body.js"
 import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
+import { LocalAccountsLive } from "./local-accounts.js"
 import { adminResource } from "./resource.js"
 import { BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive } from "./sources.js"
 import { generationIdLayer, StatusLive } from "./status.js"
@@ -103,6 +104,7 @@ export const makeAdminHandler = (
     const services = Layer.succeedContext(context)
     const api = HttpApiBuilder.api(ManagementApi).pipe(
       Layer.provide(IdentitiesLive),
+      Layer.provide(LocalAccountsLive),
       Layer.provide(IdentityProvidersLive),
       Layer.provide(DirectoryLive),
       Layer.provide(ApprovalDeliveryLive),

@@ -31,7 +31,7 @@ export const refusalStatus: Record<RefusalCode, ApiStatus> = {
 }
 
 /** `limit` and `cursor` of a listing, each given at most once; `limit` an integer from 1 to 1000. */
-const pageParams = (params: typeof ListParams.Type) =>
+export const pageParams = (params: typeof ListParams.Type) =>
   Effect.gen(function* () {
     for (const name of ["limit", "cursor"] as const) {
       if (Array.isArray(params[name])) return yield* apiError(400, "invalid_request", `${name}: give it once`)

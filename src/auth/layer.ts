@@ -8,6 +8,7 @@ import { LocalAccounts } from "../identity/local/accounts.js"
 import { ConnectionTests } from "../identity/providers/connection-tests.js"
 import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { ClientGrantRepo } from "../store/client-grants.js"
+import { EnrolmentLinkRepo } from "../store/enrolment-links.js"
 import { LocalCredentialRepo } from "../store/local-credentials.js"
 import { RefreshTokenRepo } from "../store/refresh-tokens.js"
 import { SessionCache } from "../store/session-cache.js"
@@ -25,7 +26,8 @@ export const authRepositories = Layer.mergeAll(
   LocalCredentialRepo.Default,
   BrowserSessionRepo.Default,
   RefreshTokenRepo.Default,
-  ClientGrantRepo.Default
+  ClientGrantRepo.Default,
+  EnrolmentLinkRepo.Default
 ).pipe(Layer.provideMerge(SessionCache.Default))
 
 /**
@@ -63,3 +65,4 @@ export type AuthBaseServices =
   | BrowserSessionRepo
   | RefreshTokenRepo
   | ClientGrantRepo
+  | EnrolmentLinkRepo

@@ -15,6 +15,7 @@ import { directoryEndpoint } from "../identity/directory/endpoint.js"
 import { authorizeEndpoint } from "./authorize/endpoint.js"
 import { connectionTestStartEndpoint } from "./login/connection-test.js"
 import { consentEndpoint } from "./login/consent.js"
+import { enrolEndpoint, enrolmentFormEndpoint } from "./login/enrol.js"
 import { ldapLoginEndpoint } from "./login/ldap.js"
 import { localLoginEndpoint } from "./login/local.js"
 import { enrollEndpoint, mfaEndpoint } from "./login/mfa.js"
@@ -39,6 +40,8 @@ export const ssoPaths = {
   callback: "/sso/callback",
   mfa: "/sso/mfa",
   enroll: "/sso/mfa/enroll",
+  /** A local account's enrolment link (docs/local-accounts.md). */
+  enrolment: "/sso/enrol",
   consent: "/sso/consent",
   grants: "/sso/grants",
   revokeGrant: "/sso/grants/revoke",
@@ -81,6 +84,8 @@ export const ssoRouter = HttpRouter.empty
     HttpRouter.put(ssoPaths.directory, builtinOnly(directoryEndpoint)),
     HttpRouter.post(ssoPaths.mfa, builtinOnly(mfaEndpoint)),
     HttpRouter.post(ssoPaths.enroll, builtinOnly(enrollEndpoint)),
+    HttpRouter.get(ssoPaths.enrolment, builtinOnly(enrolmentFormEndpoint)),
+    HttpRouter.post(ssoPaths.enrolment, builtinOnly(enrolEndpoint)),
     HttpRouter.post(ssoPaths.consent, builtinOnly(consentEndpoint)),
     HttpRouter.get(ssoPaths.grants, builtinOnly(grantsEndpoint)),
     HttpRouter.post(ssoPaths.revokeGrant, builtinOnly(revokeGrantEndpoint))
@@ -108,6 +113,7 @@ export const ssoRouter = HttpRouter.empty
     otherMethods(ssoPaths.directory, ["PUT"]),
     otherMethods(ssoPaths.mfa, ["POST"]),
     otherMethods(ssoPaths.enroll, ["POST"]),
+    otherMethods(ssoPaths.enrolment, ["GET", "POST"]),
     otherMethods(ssoPaths.consent, ["POST"]),
     otherMethods(ssoPaths.grants, ["GET"]),
     otherMethods(ssoPaths.revokeGrant, ["POST"])

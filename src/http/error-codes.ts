@@ -48,6 +48,8 @@ export const errorCodes = [
   "in_use",
   "dependency_changed",
   "not_applied",
+  "builtin_administrator",
+  "account_disabled",
   // Directory snapshots (PUT /sso/directory)
   "stale_version",
   "invalid_snapshot",

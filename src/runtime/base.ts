@@ -9,6 +9,7 @@ import { Signer } from "../crypto/signer.js"
 import { Archive, ArchiveDeliveryLive, ArchiveWorker, archiveSettingsLayer } from "../events/archive/service.js"
 import { NotifierLive } from "../events/notifier.js"
 import { DirectorySnapshots } from "../identity/directory/apply.js"
+import { LocalAccountAdmin } from "../identity/local/account-admin.js"
 import { IdentityProviders } from "../identity/providers/service.js"
 import { AnswerBudgetTag } from "../mcp/upstream/answer-budget.js"
 import { tracingLayer } from "../observability/tracing.js"
@@ -83,6 +84,8 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     connections,
     sources,
     DirectorySnapshots.Default,
+    // Local accounts people are given (docs/local-accounts.md): administrators' changes and enrolment links.
+    LocalAccountAdmin.Default,
     archive.pipe(Layer.provideMerge(approvals)),
     AnswerBudgetTag.Live,
     // Traces leave through one exporter per process (`observability.otlp_endpoint` is static).

@@ -11,6 +11,7 @@ import type { Archive } from "../events/archive/service.js"
 import type { ArchiveDelivery } from "../events/delivery-status.js"
 import type { Notifier } from "../events/notifier.js"
 import type { DirectorySnapshots } from "../identity/directory/apply.js"
+import type { LocalAccountAdmin } from "../identity/local/account-admin.js"
 import type { IdentityProviders } from "../identity/providers/service.js"
 import { type UpstreamSignIn, UpstreamSignInLive } from "../identity/upstream/service.js"
 import { GatewayToolsLive } from "../mcp/calls/approval-tools.js"
@@ -69,6 +70,7 @@ export type BaseServices =
   | AuditEventRepo
   | IdentityProviders
   | IdentityProviderRepo
+  | LocalAccountAdmin
   | DirectorySnapshots
   | DirectoryRepo
   | Approvals

@@ -93,6 +93,32 @@ export class LocalCredentialRepo extends Effect.Service<LocalCredentialRepo>()("
       return rows.length === 1
     })
 
-    return { find, setPassword, rehashPassword, enrollTotp, clearTotp, acceptTotpStep } as const
+    /**
+     * Both factors at once, as an enrolment link sets them (docs/local-accounts.md): the password hash
+     * and a confirmed TOTP secret (`acceptedStep` confirmed it), replacing whatever the account had.
+     */
+    const setFactors = Effect.fn("LocalCredentialRepo.setFactors")(function* (
+      userId: string,
+      factors: { readonly passwordHash: string; readonly sealedSecret: string; readonly acceptedStep: number },
+      at: Date
+    ) {
+      const changed = toStoredTimestamp(at)
+      yield* sql`INSERT INTO local_credentials ${sql.insert({
+        user_id: userId,
+        password_hash: factors.passwordHash,
+        totp_secret_sealed: factors.sealedSecret,
+        totp_last_step: factors.acceptedStep,
+        password_changed_at: changed
+      })} ON CONFLICT (user_id) DO UPDATE SET password_hash = ${factors.passwordHash},
+        totp_secret_sealed = ${factors.sealedSecret}, totp_last_step = ${factors.acceptedStep},
+        password_changed_at = ${changed}`.pipe(Effect.orDie)
+    })
+
+    /** Removes both factors (a reset): the old password and authenticator stop working at once. */
+    const remove = Effect.fn("LocalCredentialRepo.remove")(function* (userId: string) {
+      yield* sql`DELETE FROM local_credentials WHERE user_id = ${userId}`.pipe(Effect.orDie)
+    })
+
+    return { find, setPassword, rehashPassword, enrollTotp, clearTotp, acceptTotpStep, setFactors, remove } as const
   })
 }) {}

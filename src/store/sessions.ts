@@ -36,6 +36,8 @@ export type RevokeReason =
   | "grant_revoked"
   | "administrator_reset"
   | "user_disabled"
+  /** An administrator reset a local account's password or second factor (docs/local-accounts.md). */
+  | "credentials_reset"
   | "identity_provider_replaced"
 
 const RevokedList = Schema.Array(Schema.Struct({ id: Schema.String, user_id: Schema.String, client_id: Schema.String }))

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { groupNameKey } from "../policy/group-name.js"
 import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
 import { SessionCache } from "./session-cache.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
@@ -37,6 +38,8 @@ export interface NewLocalUser {
   readonly username: string
   readonly displayName: string
   readonly at: Date
+  /** Default `enabled`; an account given to a person waits for its enrolment (`pending`). */
+  readonly status?: UserStatus
 }
 
 export interface NewEnterpriseUser {
@@ -70,7 +73,9 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
     const byUsername = SqlSchema.findOne({
       Request: Schema.String,
       Result: UserRow,
-      execute: (username) => sql`SELECT * FROM users WHERE kind <> 'enterprise' AND username = ${username}`
+      // Compared by key (NFC, case-folded: migration 0021), so `Alice` signs in as `alice`.
+      execute: (username) =>
+        sql`SELECT * FROM users WHERE kind <> 'enterprise' AND username_key = ${groupNameKey(username)}`
     })
     const byExternal = SqlSchema.findOne({
       Request: Schema.Struct({ namespace: Schema.String, subject: Schema.String }),
@@ -109,6 +114,12 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       execute: ({ after, window }) =>
         sql`SELECT id FROM users WHERE id > ${after} ORDER BY id LIMIT 1 OFFSET ${window - 1}`
     })
+    const localPageAfter = SqlSchema.findAll({
+      Request: Schema.Struct({ after: Schema.String, limit: Schema.Number }),
+      Result: UserRow,
+      execute: ({ after, limit }) =>
+        sql`SELECT * FROM users WHERE kind = 'local' AND id > ${after} ORDER BY id LIMIT ${limit}`
+    })
 
     const findById = Effect.fn("UserRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
     const findLocalByUsername = Effect.fn("UserRepo.findLocalByUsername")((username: string) =>
@@ -142,19 +153,40 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       return { users: found, next: end[0]?.id }
     })
 
-    const insertLocal = Effect.fn("UserRepo.insertLocal")(function* (user: NewLocalUser) {
-      const id = newUserId()
+    /** Up to `limit` accounts of kind `local` whose id sorts after `after`, by id (index `users_kind_id`). */
+    const pageLocal = Effect.fn("UserRepo.pageLocal")((after: string, limit: number) =>
+      localPageAfter({ after, limit }).pipe(Effect.orDie)
+    )
+
+    const localRow = (id: UserId, user: NewLocalUser) => {
       const at = toStoredTimestamp(user.at)
-      yield* sql`INSERT INTO users ${sql.insert({
+      return {
         id,
         kind: user.kind,
         username: user.username,
+        username_key: groupNameKey(user.username),
         display_name: user.displayName,
-        status: "enabled",
+        status: user.status ?? "enabled",
         created_at: at,
         updated_at: at
-      })}`.pipe(Effect.orDie)
+      }
+    }
+
+    const insertLocal = Effect.fn("UserRepo.insertLocal")(function* (user: NewLocalUser) {
+      const id = newUserId()
+      yield* sql`INSERT INTO users ${sql.insert(localRow(id, user))}`.pipe(Effect.orDie)
       return id
+    })
+
+    /**
+     * A new local account, unless one whose name reads alike exists: the unique index on `username_key`
+     * decides, so two racing creates cannot both win. Undefined when the name is taken.
+     */
+    const insertLocalIfFree = Effect.fn("UserRepo.insertLocalIfFree")(function* (user: NewLocalUser) {
+      const id = newUserId()
+      const rows = yield* sql`INSERT INTO users ${sql.insert(localRow(id, user))}
+        ON CONFLICT (username_key) WHERE kind <> 'enterprise' DO NOTHING RETURNING id`.pipe(Effect.orDie)
+      return rows.length === 1 ? id : undefined
     })
 
     /** A new enterprise identity, pending until an administrator enables it. */
@@ -245,7 +277,9 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       findBuiltinAdmin,
       page,
       searchWindow,
+      pageLocal,
       insertLocal,
+      insertLocalIfFree,
       insertEnterprise,
       setStatus,
       updateIfRevision,

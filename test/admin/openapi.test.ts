@@ -37,6 +37,12 @@ describe("the Management API's OpenAPI document", () => {
       "/api/v1/identity-providers/probe",
       "/api/v1/identity-providers/test",
       "/api/v1/identity-providers/tests/{id}",
+      "/api/v1/local-accounts",
+      "/api/v1/local-accounts/{id}",
+      "/api/v1/local-accounts/{id}/disable",
+      "/api/v1/local-accounts/{id}/enable",
+      "/api/v1/local-accounts/{id}/reset-mfa",
+      "/api/v1/local-accounts/{id}/reset-password",
       "/api/v1/openapi-imports",
       "/api/v1/openapi-imports/{id}",
       "/api/v1/proposals",
@@ -76,6 +82,24 @@ describe("the Management API's OpenAPI document", () => {
     ])
     const one = committed.paths["/api/v1/backends/{id}"]
     expect(Object.keys(one.delete.responses).sort()).toEqual(["204", "400", "401", "403", "404", "409", "412", "428"])
+  })
+
+  it("documents the local accounts' answers: 201 with the link on create, If-Match statuses on actions", () => {
+    const create = committed.paths["/api/v1/local-accounts"].post
+    expect(Object.keys(create.responses).sort()).toEqual(["201", "400", "401", "403", "409", "413", "415"])
+    const reset = committed.paths["/api/v1/local-accounts/{id}/reset-password"].post
+    expect(Object.keys(reset.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "403",
+      "404",
+      "409",
+      "412",
+      "413",
+      "415",
+      "428"
+    ])
   })
 
   it.scoped("is served by the admin listener", () =>

@@ -7,6 +7,7 @@ import {
   proposalsCommand,
   toolGroupsCommand
 } from "./sources.js"
+import { usersCommand } from "./users.js"
 
 /**
  * `gateway admin <kind> <action>` (docs/management-api.md, "The `gateway admin` commands"): the
@@ -17,6 +18,7 @@ import {
 export const adminCommand = Command.make("admin").pipe(
   Command.withDescription("The Management API from the command line: gateway admin <kind> <action>"),
   Command.withSubcommands([
+    usersCommand,
     directoryCommand,
     backendsCommand,
     httpToolsCommand,

@@ -20,6 +20,7 @@ import notificationDeliveries from "./0017_notification_deliveries.js"
 import auditArchive from "./0018_audit_archive.js"
 import directoryResetAndRequester from "./0019_directory_reset_and_requester.js"
 import managedSources from "./0020_managed_sources.js"
+import localAccounts from "./0021_local_accounts.js"
 import consoleListings from "./0022_console_listings.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
@@ -51,5 +52,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0018_audit_archive": auditArchive,
   "0019_directory_reset_and_requester": directoryResetAndRequester,
   "0020_managed_sources": managedSources,
+  "0021_local_accounts": localAccounts,
   "0022_console_listings": consoleListings
 }

@@ -2,6 +2,7 @@ import type { ConsoleSection } from "../route.js"
 import { approvalsSection } from "./approvals.js"
 import { auditSection } from "./audit.js"
 import { identitySection } from "./identity-section.js"
+import { localAccountsSection } from "./local-accounts.js"
 import { proposalsSection } from "./proposals.js"
 import { toolSourcesSection } from "./tool-sources.js"
 
@@ -11,6 +12,7 @@ import { toolSourcesSection } from "./tool-sources.js"
  */
 export const consoleSections: ReadonlyArray<ConsoleSection> = [
   identitySection,
+  localAccountsSection,
   toolSourcesSection,
   proposalsSection,
   approvalsSection,
