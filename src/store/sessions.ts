@@ -37,6 +37,7 @@ export type RevokeReason =
   | "administrator_reset"
   | "user_disabled"
   | "identity_provider_replaced"
+  | "signed_out"
 
 const RevokedList = Schema.Array(Schema.Struct({ id: Schema.String, user_id: Schema.String, client_id: Schema.String }))
 
