@@ -1,5 +1,7 @@
 import { expect } from "@effect/vitest"
 import type { Page } from "playwright-core"
+import { consoleSections } from "../../src/admin/console/pages/index.js"
+import { hasParameters } from "../../src/admin/console/router.js"
 import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
 import { adminClient, defaultClients, type OAuthGatewayOptions } from "./oauth-gateway.js"
 
@@ -58,3 +60,13 @@ export const consoleSignIn = async (
 
 /** The value of the page's CSRF field (every console form carries it). */
 export const csrfOf = async (page: Page) => (await page.getAttribute("input[name=csrf]", "value")) ?? ""
+
+/** The overview, then every GET page of the sections registry a person can open without an id. */
+export const consolePagePaths: ReadonlyArray<string> = [
+  ...new Set([
+    "/console",
+    ...consoleSections.flatMap((section) =>
+      section.routes.filter((route) => route.method === "GET" && !hasParameters(route)).map((route) => route.path)
+    )
+  ])
+]
