@@ -10,6 +10,7 @@ import { Clock, Effect, Layer } from "effect"
 import { ConsoleSectionList } from "../../src/admin/console/app.js"
 import { consoleSections } from "../../src/admin/console/pages/index.js"
 import { ConsoleProblem, type ConsoleSection } from "../../src/admin/console/route.js"
+import { ConsoleSessions } from "../../src/admin/console/sessions.js"
 import { html } from "../../src/auth/pages/html.js"
 import { PolicyWrites } from "../../src/policy/writes.js"
 import { SessionRepo } from "../../src/store/sessions.js"
@@ -239,7 +240,21 @@ describe("the console's forms", () => {
         const put = yield* promise(() => context.request.put(`${gateway.adminUrl}/console/test-record`))
         expect(put.status()).toBe(405)
 
-        yield* promise(() => page.goto(`${gateway.adminUrl}/console`))
+        // An access token about to expire is renewed in-process: the refresh token rotates, the page answers.
+        const cookies = yield* promise(() => context.cookies(`${gateway.adminUrl}/console`))
+        const value = cookies.find((cookie) => cookie.name === "gateway_console")?.value
+        const session = yield* inGateway(gateway)(Effect.flatMap(ConsoleSessions, (sessions) => sessions.find(value)))
+        expect(session).toBeDefined()
+        const before = { access: session!.accessToken, refresh: session!.refreshToken }
+        expect(before.refresh).toEqual(expect.any(String))
+        session!.accessExpiresAt = 0
+        const renewed = yield* promise(() => page.goto(`${gateway.adminUrl}/console`))
+        expect(renewed?.status()).toBe(200)
+        expect(session!.accessToken).not.toBe(before.access)
+        expect(session!.refreshToken).toEqual(expect.any(String))
+        expect(session!.refreshToken).not.toBe(before.refresh)
+        expect(session!.accessExpiresAt).toBeGreaterThan(Date.now() + 60_000)
+
         yield* promise(() =>
           Promise.all([page.waitForURL(`${gateway.adminUrl}/console/sign-out`), page.click("button:text('Sign out')")])
         )
