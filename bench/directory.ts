@@ -29,7 +29,7 @@ const random = (seed: number) => () => {
  * 10,000 users, 2,000 groups and departments, 0-256 memberships per user (uniform), with short ids so
  * the body stays under the 8 MiB limit. `moved` changes one person's groups.
  */
-const snapshotBody = (version: number, perUser: number, moved = false) => {
+export const snapshotBody = (version: number, perUser: number, moved = false) => {
   const next = random(42)
   const id = (index: number) => index.toString(36)
   const groups = Array.from({ length: GROUPS }, (_, index) => ({

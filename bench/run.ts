@@ -25,7 +25,8 @@ const suites: ReadonlyArray<{ readonly name: string; readonly load: () => Promis
   { name: "audit", load: () => import("./audit.js") },
   { name: "http-tools", load: () => import("./http-tools.js") },
   { name: "openapi", load: () => import("./openapi.js") },
-  { name: "tool-sources", load: () => import("./tool-sources.js") }
+  { name: "tool-sources", load: () => import("./tool-sources.js") },
+  { name: "console", load: () => import("./console.js") }
 ]
 
 const picked = process.argv.slice(2)

@@ -23,13 +23,14 @@ import { ApprovalDeliveryLive } from "./approval-delivery.js"
 import { AuditEventsLive } from "./audit-events.js"
 import { AdminAuthLive, DeliveryAuthLive } from "./auth.js"
 import { MAX_BODY_BYTES } from "./body.js"
+import { isConsolePath, makeConsoleApp } from "./console/app.js"
 import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { LocalAccountsLive } from "./local-accounts.js"
 import { adminResource } from "./resource.js"
 import { BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive } from "./sources.js"
-import { generationIdLayer, StatusLive } from "./status.js"
+import { GenerationId, generationIdLayer, StatusLive } from "./status.js"
 
 const originRefused = new HttpError({
   status: 403,
@@ -88,8 +89,8 @@ const challenged = HttpMiddleware.make((app) =>
 )
 
 /**
- * The Management API of one generation, as a Node request handler for the admin listener
- * (docs/management-api.md): the HttpApi definition (src/admin/api.ts) with its handlers, the generated
+ * The Management API and the console (docs/console.md, under `/console`) of one generation, as a Node
+ * request handler for the admin listener (docs/management-api.md): the HttpApi definition (src/admin/api.ts) with its handlers, the generated
  * OpenAPI document at `/api/v1/openapi.json`, and the same request pipeline as the public routes
  * (request id, access log, the one error body, `request_timeout`, generation-bound cancellation).
  * Built on the first admin request, in the generation's scope.
@@ -121,11 +122,14 @@ export const makeAdminHandler = (
       )
     )
     const apiApp = yield* Effect.provide(HttpApiBuilder.httpApp, built)
+    const consoleApp = yield* Effect.provide(makeConsoleApp, Context.add(context, GenerationId, generationId))
+    const managementApi = challenged(originChecked(adminResource(config))(addressChecked(apiApp)))
+    // `/console` is the console's (its own origin, CSRF and session checks, HTML answers); the rest the API's.
+    const routed = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      isConsolePath(new URL(request.url, "http://admin.invalid").pathname) ? consoleApp : managementApi
+    )
     const app = withRequestContext(config.log_level === "debug")(
-      runInGeneration(
-        requests,
-        config.request_timeout
-      )(challenged(originChecked(adminResource(config))(addressChecked(apiApp))))
+      runInGeneration(requests, config.request_timeout)(routed)
     )
     return yield* NodeHttpServer.makeHandler(app).pipe(
       Effect.provide(

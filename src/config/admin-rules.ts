@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { adminResource, consoleRedirectUri } from "../admin/resource.js"
 import { parseArchiveSigningKey } from "../events/archive/signing-key.js"
 import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUnlessLoopback } from "./address.js"
 import { type Rule, rule, when } from "./cross-field-rule.js"
@@ -20,35 +21,64 @@ export const adminListenAddress = rule("adminListenAddress", ["admin"], ({ admin
     : []
 })
 
-/** The browser console behind an HTTPS proxy is not built yet: say so instead of listening somewhere unsafe. */
-export const remoteAdminAvailable = rule("remoteAdminAvailable", ["admin"], ({ admin }) =>
-  admin.mode === "remote"
+/**
+ * `admin.mode: remote` (docs/management-api.md, "Where it listens"): the admin listener sits behind an
+ * HTTPS proxy that answers at `admin.public_url`, whose origin is the admin resource; the console and
+ * the API are served at its root, so it is an origin: no path, query, fragment or credentials.
+ */
+export const remoteAdminConfigured = rule("remoteAdminConfigured", ["admin"], ({ admin }) => {
+  if (admin.mode !== "remote") return []
+  const url = admin.public_url === undefined ? null : URL.parse(admin.public_url)
+  const path =
+    url !== null && url.pathname !== "/"
+      ? "must be an origin (https://admin.example.com): the console and the Management API are served at its root"
+      : undefined
+  return [
+    ...(admin.public_url === undefined
+      ? [problem("admin.public_url", "is required when admin.mode is remote")]
+      : when(
+          "admin.public_url",
+          requireHttpsUnlessLoopback(admin.public_url) ?? bareEndpoint(admin.public_url) ?? path
+        )),
+    ...(admin.client_id === undefined ? [problem("admin.client_id", "is required when admin.mode is remote")] : [])
+  ]
+})
+
+/** A remote administrator signs in through the gateway's own authorization server, as its built-in administrator first. */
+export const remoteAdminNeedsBuiltin = rule("remoteAdminNeedsBuiltin", ["admin", "auth"], ({ admin, auth }) =>
+  admin.mode === "remote" && auth.mode !== "builtin"
     ? [
         problem(
           "admin.mode",
-          "remote administration (a browser console behind an HTTPS proxy) is not available in this version; use local: the Management API then listens on admin.listen, loopback only (docs/management-api.md)"
+          "remote needs auth.mode: builtin: the console signs administrators in at the gateway's own authorization server"
         )
       ]
     : []
 )
 
-export const remoteAdminConfigured = rule("remoteAdminConfigured", ["admin"], ({ admin }) => {
-  if (admin.mode !== "remote") return []
-  return [
-    ...(admin.public_url === undefined
-      ? [problem("admin.public_url", "is required when admin.mode is remote")]
-      : when("admin.public_url", requireHttpsUnlessLoopback(admin.public_url))),
-    ...(admin.client_id === undefined ? [problem("admin.client_id", "is required when admin.mode is remote")] : [])
-  ]
-})
-
-/** With the built-in authorization server the console signs in as one of `auth.sso.clients`. */
+/**
+ * The console (docs/console.md) signs in as `admin.client_id`, one of `auth.sso.clients`, whose
+ * redirect URIs hold `{admin origin}/console/callback` and whose resources hold the admin resource. In
+ * `local` mode the client is optional (it turns the console on, at the loopback listener); when named,
+ * it must fit the same way.
+ */
 export const adminClientRegistered = rule("adminClientRegistered", ["admin", "auth"], ({ admin, auth }) => {
   const clientId = admin.client_id
-  if (admin.mode !== "remote" || auth.mode !== "builtin" || clientId === undefined) return []
-  return auth.sso.clients.some((client) => client.id === clientId)
-    ? []
-    : [problem("admin.client_id", `no client "${clientId}" in auth.sso.clients`)]
+  if (auth.mode !== "builtin" || clientId === undefined) return []
+  const registered = auth.sso.clients.find((client) => client.id === clientId)
+  if (registered === undefined) return [problem("admin.client_id", `no client "${clientId}" in auth.sso.clients`)]
+  // The rule runs before the admin origin is known to be valid: an unparseable public_url is reported above.
+  if (admin.mode === "remote" && (admin.public_url === undefined || URL.parse(admin.public_url) === null)) return []
+  const redirect = consoleRedirectUri({ admin })
+  const resource = adminResource({ admin })
+  return [
+    ...(registered.redirect_uris.includes(redirect)
+      ? []
+      : [problem("admin.client_id", `client "${clientId}" must list the console's redirect URI ${redirect}`)]),
+    ...(registered.resources.includes(resource)
+      ? []
+      : [problem("admin.client_id", `client "${clientId}" must list the admin resource ${resource} in resources`)])
+  ]
 })
 
 export const clientAuthorizationConfigured = rule(
@@ -118,8 +148,8 @@ export const policyChangesNeedBuiltin = rule("policyChangesNeedBuiltin", ["admin
 
 export const adminRules: ReadonlyArray<Rule> = [
   adminListenAddress,
-  remoteAdminAvailable,
   remoteAdminConfigured,
+  remoteAdminNeedsBuiltin,
   adminClientRegistered,
   clientAuthorizationConfigured,
   webhookSecure,

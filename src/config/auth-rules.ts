@@ -89,10 +89,8 @@ export const ssoRedirectUrisValid = rule("ssoRedirectUrisValid", ["auth"], ({ au
  */
 export const ssoClientResourcesKnown = rule("ssoClientResourcesKnown", ["auth", "server", "admin"], (config) => {
   if (config.auth.mode !== "builtin") return []
-  const known = [config.server.public_url, adminResource(config), config.admin.public_url].filter(
-    (resource): resource is string => resource !== undefined
-  )
-  const listed = `server.public_url "${config.server.public_url}" or the Management API's "${adminResource(config)}" (admin.listen)`
+  const known = [config.server.public_url, adminResource(config)]
+  const listed = `server.public_url "${config.server.public_url}" or the admin resource "${adminResource(config)}" (${config.admin.mode === "remote" ? "the origin of admin.public_url" : "admin.listen"})`
   return config.auth.sso.clients.flatMap((client, index) =>
     client.resources.flatMap((resource, position) =>
       when(

@@ -1,4 +1,5 @@
 import { Layer, type Redacted } from "effect"
+import { ConsoleSessions } from "../admin/console/sessions.js"
 import { ApprovalMaintenance } from "../approvals/maintenance.js"
 import { Approvals } from "../approvals/service.js"
 import { authBaseLayer } from "../auth/layer.js"
@@ -89,6 +90,8 @@ export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Arr
     archive.pipe(Layer.provideMerge(approvals)),
     AnswerBudgetTag.Live,
     // Traces leave through one exporter per process (`observability.otlp_endpoint` is static).
-    tracingLayer(config)
+    tracingLayer(config),
+    // Console sign-ins outlive a reload (docs/console.md, "Sessions").
+    ConsoleSessions.Default
   ).pipe(Layer.provideMerge(access), Layer.provideMerge(authBaseLayer), Layer.provideMerge(signer))
 }

@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
+import type { ConsoleSessions } from "../admin/console/sessions.js"
 import type { Approvals } from "../approvals/service.js"
 import type { AuthBaseServices } from "../auth/layer.js"
 import { type BearerVerifier, BearerVerifierLive } from "../bearer/verifier.js"
@@ -86,6 +87,7 @@ export type BaseServices =
   | SourceApplier
   | ConfigChanges
   | Tracing
+  | ConsoleSessions
 
 /** What one generation provides to its routes. */
 export type GenerationServices =

@@ -48,7 +48,7 @@ export const supervise = (options: SuperviseOptions) =>
         ...(options.extraRoutes === undefined ? {} : { extraRoutes: options.extraRoutes })
       })
       const listen = parseListen(loaded.config.server.listen)!
-      // admin.mode local (the only mode yet): the Management API on admin.listen, loopback only.
+      // The Management API and the console on admin.listen: loopback in local mode, any address in remote.
       const adminListen = parseListen(loaded.config.admin.listen)!
       const listener = yield* makeListener(listen.host, listen.port)
       const adminListener = yield* makeListener(adminListen.host, adminListen.port, adminRoute, "admin.listen")

@@ -39,6 +39,7 @@ export type RevokeReason =
   /** An administrator reset a local account's password or second factor (docs/local-accounts.md). */
   | "credentials_reset"
   | "identity_provider_replaced"
+  | "signed_out"
 
 const RevokedList = Schema.Array(Schema.Struct({ id: Schema.String, user_id: Schema.String, client_id: Schema.String }))
 

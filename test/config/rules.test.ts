@@ -70,7 +70,7 @@ describe("cross-field rules (docs/configuration.md)", () => {
         withResources(["https://gw.example.com/mcp", "https://gw.example.com:9443/mcp"])
       )
     ).toEqual([
-      'auth.sso.clients[0].resources[1]: "https://gw.example.com:9443/mcp" is not a resource of this gateway: use server.public_url "https://gw.example.com/mcp" or the Management API\'s "http://127.0.0.1:8081" (admin.listen)'
+      'auth.sso.clients[0].resources[1]: "https://gw.example.com:9443/mcp" is not a resource of this gateway: use server.public_url "https://gw.example.com/mcp" or the admin resource "http://127.0.0.1:8081" (admin.listen)'
     ])
     expect(
       run(
@@ -260,11 +260,92 @@ describe("cross-field rules (docs/configuration.md)", () => {
       admin: { mode: "remote", public_url: "https://admin.example.com", client_id: "console", listen: "0.0.0.0:8081" }
     }
     expect(run(admin.remoteAdminConfigured, remote)).toEqual([])
+    // Remote binds any address (the HTTPS proxy is in front); local keeps loopback only.
     expect(run(admin.adminListenAddress, remote)).toEqual([])
-    expect(run(admin.adminClientRegistered, remote)).toEqual([
+    expect(checkRules(configOf(remote), noSecrets).map(({ path, message }) => `${path}: ${message}`)).toEqual([
       'admin.client_id: no client "console" in auth.sso.clients'
     ])
-    expect(run(admin.adminClientRegistered, { ...remote, auth: { sso: { clients: [client("console")] } } })).toEqual([])
+    const consoleClient = {
+      id: "console",
+      redirect_uris: ["https://admin.example.com/console/callback"],
+      resources: ["https://admin.example.com"]
+    }
+    const registered = { ...remote, auth: { sso: { clients: [consoleClient] } } }
+    expect(checkRules(configOf(registered), noSecrets)).toEqual([])
+    expect(run(admin.remoteAdminNeedsBuiltin, registered)).toEqual([])
+  })
+
+  it("remote admin mode: an https origin (http on loopback only), the console's redirect and resource, builtin auth", () => {
+    const remote = (public_url: string, fields: Record<string, unknown> = {}) => ({
+      admin: { mode: "remote", public_url, client_id: "console", ...fields }
+    })
+    expect(run(admin.remoteAdminConfigured, remote("http://admin.example.com"))).toEqual([
+      "admin.public_url: must use https (plain http is allowed only on a loopback host)"
+    ])
+    expect(run(admin.remoteAdminConfigured, remote("http://127.0.0.1:9443"))).toEqual([])
+    expect(run(admin.remoteAdminConfigured, remote("https://admin.example.com/admin"))).toEqual([
+      "admin.public_url: must be an origin (https://admin.example.com): the console and the Management API are served at its root"
+    ])
+    expect(run(admin.remoteAdminConfigured, remote("https://admin.example.com/?a=1"))).toEqual([
+      "admin.public_url: must not contain a query"
+    ])
+    expect(run(admin.remoteAdminConfigured, remote("https://u:p@admin.example.com"))).toEqual([
+      "admin.public_url: must not contain credentials"
+    ])
+    // A client without the console's callback or without the admin resource could never sign the console in.
+    const wrong = {
+      ...remote("https://admin.example.com"),
+      auth: {
+        sso: {
+          clients: [
+            {
+              id: "console",
+              redirect_uris: ["https://admin.example.com/callback"],
+              resources: ["https://gw.example.com/mcp"]
+            }
+          ]
+        }
+      }
+    }
+    expect(run(admin.adminClientRegistered, wrong)).toEqual([
+      'admin.client_id: client "console" must list the console\'s redirect URI https://admin.example.com/console/callback',
+      'admin.client_id: client "console" must list the admin resource https://admin.example.com in resources'
+    ])
+    // The admin resource in remote mode is public_url's origin; a client naming the listener is refused.
+    expect(
+      run(auth.ssoClientResourcesKnown, {
+        ...remote("https://admin.example.com"),
+        auth: { sso: { clients: [{ ...client("a"), resources: ["http://127.0.0.1:8081"] }] } }
+      })
+    ).toEqual([
+      'auth.sso.clients[0].resources[0]: "http://127.0.0.1:8081" is not a resource of this gateway: use server.public_url "https://gw.example.com/mcp" or the admin resource "https://admin.example.com" (the origin of admin.public_url)'
+    ])
+    expect(
+      run(admin.remoteAdminNeedsBuiltin, { ...remote("https://admin.example.com"), auth: { mode: "external" } })
+    ).toEqual([
+      "admin.mode: remote needs auth.mode: builtin: the console signs administrators in at the gateway's own authorization server"
+    ])
+  })
+
+  it("local admin mode: admin.client_id is optional and, when named, must fit the console at the loopback listener", () => {
+    expect(run(admin.adminClientRegistered, { admin: { client_id: "console" } })).toEqual([
+      'admin.client_id: no client "console" in auth.sso.clients'
+    ])
+    const local = {
+      admin: { client_id: "console" },
+      auth: {
+        sso: {
+          clients: [
+            {
+              id: "console",
+              redirect_uris: ["http://127.0.0.1:8081/console/callback"],
+              resources: ["http://127.0.0.1:8081"]
+            }
+          ]
+        }
+      }
+    }
+    expect(run(admin.adminClientRegistered, local)).toEqual([])
   })
 
   it("client_authorization.enabled requires its client_id", () => {

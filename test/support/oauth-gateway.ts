@@ -42,6 +42,8 @@ export interface OAuthGatewayOptions {
   readonly auth?: (origin: string, adminUrl: string) => Record<string, unknown>
   /** Other top-level keys (client_authorization, backends, …). */
   readonly patch?: Record<string, unknown>
+  /** Keys of `admin` that name the admin listener's address (`public_url` in remote mode), besides `listen`. */
+  readonly admin?: (adminUrl: string) => Record<string, unknown>
   /** Extra keys of `server` (e.g. `trusted_proxies`); `listen` and `public_url` are the test's. */
   readonly server?: Record<string, unknown>
   /** Collects the gateway's log lines (info and up) instead of keeping it quiet. */
@@ -116,7 +118,8 @@ const build = (options: OAuthGatewayOptions) =>
       ...options.patch,
       admin: {
         listen: `127.0.0.1:${adminPort}`,
-        ...(options.patch?.["admin"] as object | undefined)
+        ...(options.patch?.["admin"] as object | undefined),
+        ...options.admin?.(adminUrl)
       }
     }
     const parsed = parseConfig(join(dir, "gateway.yaml"), stringify(document), options.env ?? {})

@@ -24,6 +24,7 @@ export interface ConsoleRequest {
 export type ConsoleAnswer =
   | {
       readonly _tag: "Page"
+      /** The page's `<h1>` and `<title>`: the layout renders it; `body` comes below it. */
       readonly title: string
       readonly body: Html
       readonly status?: number
@@ -42,7 +43,7 @@ export type ConsoleAnswer =
  * (the form carries the revision it was rendered with; never a silent overwrite).
  */
 export class ConsoleProblem extends Data.TaggedError("ConsoleProblem")<{
-  readonly status: 400 | 403 | 404 | 409 | 412 | 413 | 503
+  readonly status: 400 | 403 | 404 | 409 | 412 | 413 | 415 | 503
   readonly message: string
 }> {}
 

@@ -15,7 +15,7 @@ import { PendingAuthorizations } from "../pending.js"
 import { OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
 import type { AuthSettings } from "../settings.js"
 import { optionalParam, requiredParam, tokenError } from "./errors.js"
-import { mintAccessToken, newRefreshToken, SESSION_TTL_MS, tokenResponse } from "./mint.js"
+import { mintAccessToken, newRefreshToken, SESSION_TTL_MS, type TokenResponseBody } from "./mint.js"
 
 /** RFC 7636 §4.1: 43-128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
@@ -41,6 +41,8 @@ const consentStillCovers = (settings: AuthSettings, userId: string, clientId: st
 /**
  * `grant_type=authorization_code` (RFC 6749 §4.1.3 with PKCE). A code is redeemed once, whatever the
  * outcome; presenting it again revokes the session its first redemption created (RFC 6749 §4.1.2).
+ * Answers the token response's body: `/sso/token` sends it, the console (src/admin/console/sign-in.ts)
+ * redeems its own code in-process.
  */
 export const exchangeCode = Effect.fn("exchangeCode")(function* (
   params: OAuthParams,
@@ -118,11 +120,11 @@ export const exchangeCode = Effect.fn("exchangeCode")(function* (
   const refresh = scope.includes(OFFLINE_ACCESS) ? newRefreshToken() : undefined
   if (refresh !== undefined) yield* refreshTokens.insert(refresh.hash, session.id, new Date(now))
   const access = yield* mintAccessToken(settings.issuer, session, scope)
-  return tokenResponse({
+  return {
     access_token: access.token,
     token_type: "Bearer",
     expires_in: access.expiresIn,
     scope: scopeText(scope),
     ...(refresh === undefined ? {} : { refresh_token: refresh.token })
-  })
+  } satisfies TokenResponseBody
 })

@@ -4,6 +4,7 @@ import { authSettings } from "../settings.js"
 import { exchangeCode } from "./authorization-code.js"
 import { requiredParam, tokenError } from "./errors.js"
 import { readForm } from "./form.js"
+import { tokenResponse } from "./mint.js"
 import { refreshTokens } from "./refresh.js"
 
 /**
@@ -21,7 +22,7 @@ export const tokenEndpoint = Effect.gen(function* () {
   const client = settings.clients.find((candidate) => candidate.id === clientId)
   if (client === undefined) return yield* tokenError("invalid_client", "Unknown client_id.", 401)
   const grantType = yield* requiredParam(params, "grant_type")
-  if (grantType === "authorization_code") return yield* exchangeCode(params, client, settings)
-  if (grantType === "refresh_token") return yield* refreshTokens(params, client, settings)
+  if (grantType === "authorization_code") return tokenResponse(yield* exchangeCode(params, client, settings))
+  if (grantType === "refresh_token") return tokenResponse(yield* refreshTokens(params, client, settings))
   return yield* tokenError("unsupported_grant_type", "Supported grant types: authorization_code, refresh_token.")
 }).pipe(Effect.withSpan("tokenEndpoint"))

@@ -14,14 +14,15 @@ import { grantableScope } from "../held-scopes.js"
 import { grantScope, OFFLINE_ACCESS, parseScopeText, scopeText } from "../scopes.js"
 import type { AuthSettings } from "../settings.js"
 import { optionalParam, requiredParam, tokenError } from "./errors.js"
-import { mintAccessToken, newRefreshToken, tokenResponse } from "./mint.js"
+import { mintAccessToken, newRefreshToken, type TokenResponseBody } from "./mint.js"
 
 const invalidGrant = (description: string) => tokenError("invalid_grant", description)
 
 /**
  * `grant_type=refresh_token` (docs/authorization-server.md, "Token endpoint"). Rotation only within the 8-hour session
  * and with `offline_access`; the old token is consumed by a conditional UPDATE, and a consumed token
- * presented again (reuse, or the loser of a concurrent race) revokes the whole session.
+ * presented again (reuse, or the loser of a concurrent race) revokes the whole session. Answers the
+ * token response's body (`/sso/token`, and the console's in-process renewal).
  */
 export const refreshTokens = Effect.fn("refreshTokens")(function* (
   params: OAuthParams,
@@ -93,11 +94,11 @@ export const refreshTokens = Effect.fn("refreshTokens")(function* (
     },
     scope
   )
-  return tokenResponse({
+  return {
     access_token: access.token,
     token_type: "Bearer",
     expires_in: access.expiresIn,
     scope: scopeText(scope),
     refresh_token: next.token
-  })
+  } satisfies TokenResponseBody
 })
