@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import type { SourceKind } from "../sources/schema.js"
+import { orderedId } from "./ordered-id.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
 
 export const AuditEventRow = Schema.Struct({
@@ -70,7 +70,7 @@ export class AuditEventRepo extends Effect.Service<AuditEventRepo>()("gateway/Au
     })
 
     const insert = Effect.fn("AuditEventRepo.insert")(function* (event: NewAuditEvent) {
-      const id = randomUUID()
+      const id = orderedId()
       yield* sql`INSERT INTO audit_events ${sql.insert({
         id,
         at: toStoredTimestamp(event.at),

@@ -4,6 +4,7 @@
  * grants and mappings. Each route runs in a real in-process gateway's generation, on SQLite and on
  * PostgreSQL; the effects are the Management API's (the record, its revision, the audit event).
  */
+
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Option, Schema } from "effect"
 import { consoleSections } from "../../../src/admin/console/pages/index.js"
@@ -13,6 +14,7 @@ import {
   type ConsoleRequest,
   type ConsoleRoute
 } from "../../../src/admin/console/route.js"
+import { html } from "../../../src/auth/pages/html.js"
 import { Permissions } from "../../../src/policy/permissions.js"
 import { PolicyWrites } from "../../../src/policy/writes.js"
 import { AuditEventRepo } from "../../../src/store/audit-events.js"
@@ -35,7 +37,8 @@ const route = (method: "GET" | "POST", path: string): ConsoleRoute => {
 const pageOf = (answer: ConsoleAnswer | ConsoleProblem): string => {
   if (answer instanceof ConsoleProblem) throw new Error(`expected a page, got ${answer.status}: ${answer.message}`)
   if (answer._tag !== "Page") throw new Error(`expected a page, got a redirect to ${answer.location}`)
-  return answer.body.text
+  // The layout renders the title as the page's <h1> (src/admin/console/layout.ts), escaped like the body.
+  return html`<h1>${answer.title}</h1>${answer.body}`.text
 }
 
 const problemOf = (answer: ConsoleAnswer | ConsoleProblem) => {

@@ -70,8 +70,7 @@ const listRoute: ConsoleRoute = {
       const { config } = yield* Config
       return page(
         "Write approvals",
-        html`<h1>Write approvals</h1>
-<section aria-labelledby="open-heading"><h2 id="open-heading">Open approvals</h2>
+        html`<section aria-labelledby="open-heading"><h2 id="open-heading">Open approvals</h2>
 <p class="muted">Reviewers decide on the review pages; the console only shows them.</p>
 ${
   shownRows.length === 0

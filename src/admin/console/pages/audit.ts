@@ -43,8 +43,7 @@ const listRoute: ConsoleRoute = {
       const limit = typeof query.limit === "string" ? query.limit : undefined
       return page(
         "Audit trail",
-        html`<h1>Audit trail</h1>
-<p class="muted">Changes of identities, groups, identity connections and tool sources, newest first.</p>
+        html`<p class="muted">Changes of identities, groups, identity connections and tool sources, newest first.</p>
 <form method="get" action="/console/audit">
 <label for="actor">Actor (user id)</label><input type="text" id="actor" name="actor" value="${actor}">
 <label for="target">Target (id)</label><input type="text" id="target" name="target" value="${target}">

@@ -57,8 +57,7 @@ const groupList: ConsoleRoute = {
       return {
         _tag: "Page" as const,
         title: "Groups",
-        body: html`<h1>Groups</h1>
-<section aria-labelledby="create-heading">
+        body: html`<section aria-labelledby="create-heading">
 <h2 id="create-heading">Create a permission group</h2>
 <form method="post" action="/console/groups">
 ${request.csrfField}
@@ -171,8 +170,7 @@ const groupPage: ConsoleRoute = {
       return {
         _tag: "Page" as const,
         title: group.name,
-        body: html`<h1>${group.name}</h1>
-<dl>
+        body: html`<dl>
 <dt>Kind</dt><dd>${KIND_TEXT[group.kind]}${group.builtin === null ? "" : " (built-in)"}</dd>
 <dt>Provider</dt><dd>${group.provider}${group.external_id === null ? "" : html`, id there <code>${group.external_id}</code>`}</dd>
 <dt>Members</dt><dd>${group.members}</dd>

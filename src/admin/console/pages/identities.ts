@@ -98,8 +98,7 @@ const peopleList: ConsoleRoute = {
       return {
         _tag: "Page" as const,
         title: "People",
-        body: html`<h1>People</h1>
-<form method="get" action="/console/identities" role="search">
+        body: html`<form method="get" action="/console/identities" role="search">
 <label for="people-filter">Name or username contains</label>
 <input type="text" id="people-filter" name="q" value="${filter}" maxlength="200">
 <button type="submit">Filter people</button>
@@ -148,8 +147,7 @@ const personPage: ConsoleRoute = {
       return {
         _tag: "Page" as const,
         title: person.display_name,
-        body: html`<h1>${person.display_name}</h1>
-<dl>
+        body: html`<dl>
 <dt>Kind</dt><dd>${KIND_TEXT[person.kind]}${person.username === null ? "" : ` (username ${person.username})`}</dd>
 <dt>Status</dt><dd>${STATUS_TEXT[person.status]}${person.directory_active ? "" : ", inactive in the directory"}</dd>
 ${person.namespace === null ? "" : html`<dt>Identity provider</dt><dd>${person.namespace}, subject <code>${person.external_subject ?? ""}</code></dd>`}

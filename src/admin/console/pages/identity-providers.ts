@@ -120,8 +120,7 @@ const shownOf = (record: IdentityProvidersRecord): Shown => ({
 const page = (request: ConsoleRequest, shown: Shown, result: Html | undefined, updatedAt: string | null) => ({
   _tag: "Page" as const,
   title: "Identity providers",
-  body: html`<h1>Identity providers</h1>
-${result ?? ""}
+  body: html`${result ?? ""}
 <p class="muted">${updatedAt === null ? "Never saved: both connections are off." : `Last saved ${updatedAt}.`} A save replaces both connections and applies at once; people signed in through a replaced connection are signed out.</p>
 ${settingsForm(request, shown)}`
 })

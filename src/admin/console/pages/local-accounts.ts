@@ -92,8 +92,7 @@ const listRoute: ConsoleRoute = {
       return {
         _tag: "Page" as const,
         title: "Local accounts",
-        body: html`<h1>Local accounts</h1>
-<p class="muted">Accounts people are given: each sets a password and an authenticator through a one-time enrolment link (valid 24 hours). The built-in administrator is recovered with <code>gateway init-admin --reset</code>.</p>
+        body: html`<p class="muted">Accounts people are given: each sets a password and an authenticator through a one-time enrolment link (valid 24 hours). The built-in administrator is recovered with <code>gateway init-admin --reset</code>.</p>
 ${
   rows.length === 0
     ? html`<p>No local accounts yet.</p>`
@@ -109,8 +108,7 @@ const linkPage = (title: string, issued: IssuedLink, origin: string) => {
   return {
     _tag: "Page" as const,
     title,
-    body: html`<h1>${title}</h1>
-<p>Give this link to <strong>${record.account.display_name}</strong> (user name <code>${record.account.username}</code>). It works once, until ${record.enrolment_expires_at}; it is not shown again.</p>
+    body: html`<p>Give this link to <strong>${record.account.display_name}</strong> (user name <code>${record.account.username}</code>). It works once, until ${record.enrolment_expires_at}; it is not shown again.</p>
 <p><label for="enrolment-url">Enrolment link</label><input type="text" id="enrolment-url" readonly value="${record.enrolment_url}"></p>
 <p><a href="${BASE}">Back to local accounts</a></p>`
   }

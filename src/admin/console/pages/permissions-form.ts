@@ -33,7 +33,7 @@ const entryFields = (index: number, entry: AccessEntry | undefined, endpointsLis
 <textarea id="${id("prompts")}" name="${name("prompts")}" rows="2" cols="40">${(entry?.prompts ?? []).join("\n")}</textarea>
 <label><input type="checkbox" name="${name("read_resources")}" value="on"${entry?.read_resources ? html` checked` : ""}> Read resources</label>
 <label><input type="checkbox" name="${name("subscribe")}" value="on"${entry?.subscribe ? html` checked` : ""}> Subscribe to list changes</label>
-<label for="${id("rules")}">Argument conditions (JSON: [{"argument": "/path", "allowed_values": ["…"]}])</label>
+<label for="${id("rules")}">Argument conditions (JSON: [{"argument": "/path", "allowed_values": ["&hellip;"]}])</label>
 <textarea id="${id("rules")}" name="${name("resource_rules")}" rows="2" cols="40">${JSON.stringify(entry?.resource_rules ?? [])}</textarea>
 </fieldset>`
 }

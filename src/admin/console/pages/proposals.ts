@@ -66,8 +66,7 @@ const listRoute: ConsoleRoute = {
           : undefined
       return page(
         "Configuration proposals",
-        html`<h1>Configuration proposals</h1>
-<form method="get" action="/console/proposals"><label for="state">State</label>
+        html`<form method="get" action="/console/proposals"><label for="state">State</label>
 <select id="state" name="state"><option value="">any</option>${states.map(
           (each) => html`<option value="${each}"${each === state ? html` selected` : ""}>${stateNames[each]}</option>`
         )}</select> <button type="submit">Show</button></form>
@@ -100,14 +99,14 @@ const showRoute: ConsoleRoute = {
       const { config } = yield* Config
       return page(
         "Configuration proposal",
-        html`<h1>${subjectOf(proposal)}</h1>
+        html`<p>${subjectOf(proposal)}</p>
 <dl><dt>State</dt><dd data-state="${proposal.state}">${stateNames[proposal.state]}</dd>
 <dt>Proposed by</dt><dd>${shown(proposal.proposed_by.name)} (${shown(proposal.proposed_by.user_id)}), ${when(proposal.created_at)}</dd>
 ${proposal.decided_by === undefined ? "" : html`<dt>Decided by</dt><dd>${shown(proposal.decided_by.name)}, ${when(proposal.decided_at)}</dd>`}
 ${proposal.failure === undefined ? "" : html`<dt>Failure</dt><dd>${shown(proposal.failure)}</dd>`}</dl>
 ${
   proposal.state === "pending_approval"
-    ? html`<p id="review">A security reviewer — someone other than the proposer — approves or rejects it on the review page: <a href="${reviewUrl(config, proposal.id)}">review this proposal</a>. The console cannot approve.</p>`
+    ? html`<p id="review">A security reviewer &mdash; someone other than the proposer &mdash; approves or rejects it on the review page: <a href="${reviewUrl(config, proposal.id)}">review this proposal</a>. The console cannot approve.</p>`
     : ""
 }
 <section aria-labelledby="diff-heading"><h2 id="diff-heading">Changes against what is active</h2>

@@ -98,8 +98,7 @@ const listRoute = (kind: SourceKind): ConsoleRoute => ({
       const title = titles[kind].many
       return page(
         title,
-        html`<h1>${title}</h1>
-${list.managed ? "" : html`<p class="notice" id="not-managed">Managed storage is not initialized: the backends listed come from the YAML configuration. The first write imports them (docs/tool-sources.md).</p>`}
+        html`${list.managed ? "" : html`<p class="notice" id="not-managed">Managed storage is not initialized: the backends listed come from the YAML configuration. The first write imports them (docs/tool-sources.md).</p>`}
 ${
   list.items.length === 0
     ? html`<p id="empty">No ${kindNames[kind].one} yet.</p>`
@@ -158,8 +157,7 @@ const showRoute = (kind: SourceKind): ConsoleRoute => ({
       const one = titles[kind].one
       return page(
         `${one} ${id}`,
-        html`<h1>${one} <code>${shown(id)}</code></h1>
-<p>Revision ${record.revision} · updated ${when(record.updated_at)}${record.updated_by === null ? "" : html` by ${shown(record.updated_by)}`}</p>
+        html`<p>Revision ${record.revision} · updated ${when(record.updated_at)}${record.updated_by === null ? "" : html` by ${shown(record.updated_by)}`}</p>
 <section aria-labelledby="definition-heading"><h2 id="definition-heading">Definition</h2>
 <p class="muted">Secrets are shown only as configured.</p>${jsonBlock(record.definition)}</section>
 <section aria-labelledby="catalog-heading"><h2 id="catalog-heading">Published tools</h2>
