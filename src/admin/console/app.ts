@@ -198,7 +198,13 @@ export const makeConsoleApp = Effect.gen(function* () {
         problemPage(500, "The console could not answer this request; the gateway's log has the details.")
       )
     ),
-    Effect.provide(context)
+    // The generation's services under the request's own: a generation built by a reload that a request
+    // started (a tool-source write) was built in that request's fiber, so its captured context may hold
+    // that request (HttpServerRequest); providing it over this request's would make every later console
+    // request read the old one's method, headers and body.
+    Effect.mapInputContext((ambient: Context.Context<HttpServerRequest.HttpServerRequest>) =>
+      Context.merge(context, ambient)
+    )
   )
   return app satisfies HttpApp.Default<never, HttpServerRequest.HttpServerRequest>
 })

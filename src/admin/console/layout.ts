@@ -20,14 +20,16 @@ const navigation = (frame: LayoutFrame) =>
 /**
  * Every console page (docs/console.md, "Pages"): a skip link, the header landmark with the
  * navigation of every section and the sign-out form (when signed in), then `main` with the page's
- * `<h1>` (its title), the one-time notice of the last form and the page's body. No script.
+ * `<h1>` (its title), the one-time notice of the last form and the page's body. No script. `main`
+ * takes the focus (`tabindex="-1"`) so that following the skip link moves the keyboard there, not
+ * only the view.
  */
 export const consolePage = (title: string, body: Html, status: number, frame?: LayoutFrame, headers = {}) =>
   consoleDocument(
     `${title} — Gateway console`,
     html`<a class="skip" href="#main">Skip to content</a>
 <header class="console"><span>Gateway console</span>${frame === undefined ? html`` : navigation(frame)}</header>
-<main id="main"><h1>${title}</h1>${
+<main id="main" tabindex="-1"><h1>${title}</h1>${
       frame?.notice === undefined ? html`` : html`<p class="notice" role="status">${frame.notice}</p>`
     }${body}</main>`,
     status,

@@ -43,6 +43,7 @@ form.inline{display:inline-block;margin-right:.6rem}.notice{background:#e8f5e9;p
 const CONSOLE_STYLE = `${STYLE}
 body.console main{max-width:64rem;margin:1.5rem auto}body.console h1{font-size:1.6rem}body.console h2{font-size:1.2rem}
 .skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.4rem;z-index:1}
+body.console main:focus{outline:none}
 header.console{background:#1d2330;color:#fff;padding:.6rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
 header.console a{color:#fff}header.console form{margin-left:auto}header.console button{margin:0;padding:.3rem .8rem}
 nav.console ul{list-style:none;margin:0;padding:0;display:flex;gap:1rem;flex-wrap:wrap}

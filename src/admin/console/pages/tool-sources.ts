@@ -38,13 +38,21 @@ const refused = <A, R>(effect: Effect.Effect<A, SourceWriteRefused, R>) =>
 
 class NulInDefinition extends Error {}
 
-/** The `definition` field: one JSON object, at most the API's body limit for the kind. */
+/**
+ * What a definition too large for the console says: 1 MiB, the API's limit for every kind but an
+ * OpenAPI import, whose document (up to 32 MiB) goes by URL or through the API or `gateway admin`.
+ */
+const tooLarge = (kind: SourceKind) =>
+  kind === "openapi_import"
+    ? `definition: larger than 1 MiB, the most the console takes. Name the document by URL (source.url), or send the import through the Management API (POST /api/v1/openapi-imports, up to ${MAX_IMPORT_BODY_BYTES / 1024 / 1024} MiB) or \`gateway admin openapi-imports create\`.`
+    : "definition: larger than 1 MiB, the most a definition may be."
+
+/** The `definition` field: one JSON object, at most 1 MiB (the API's limit, but for an import's document). */
 const definitionOf = (kind: SourceKind, form: URLSearchParams) =>
   Effect.gen(function* () {
     const text = form.get("definition") ?? ""
     if (text.trim() === "") return yield* problem(400, "definition: required, a JSON object.")
-    const limit = kind === "openapi_import" ? MAX_IMPORT_BODY_BYTES : MAX_BODY_BYTES
-    if (Buffer.byteLength(text) > limit) return yield* problem(413, `definition: larger than ${limit} bytes.`)
+    if (Buffer.byteLength(text) > MAX_BODY_BYTES) return yield* problem(413, tooLarge(kind))
     let parsed: unknown
     try {
       parsed = JSON.parse(text, (key, value) => {
@@ -83,10 +91,10 @@ const editable = (record: SourceRecordOf) => {
   return rest
 }
 
-const definitionField = (value: string) =>
+const definitionField = (kind: SourceKind, value: string) =>
   html`<label for="definition">Definition (JSON)</label>
 <textarea id="definition" name="definition" rows="16" cols="80" spellcheck="false" aria-describedby="definition-help" required>${value}</textarea>
-<p id="definition-help" class="muted">The fields of docs/tool-sources.md. A secret shown as {"configured": true} keeps its stored value; send a new value to replace it.</p>`
+<p id="definition-help" class="muted">The fields of docs/tool-sources.md. A secret shown as {"configured": true} keeps its stored value; send a new value to replace it. At most 1 MiB${kind === "openapi_import" ? html`: a larger OpenAPI document is named by URL (<code>source.url</code>) or imported through the Management API or <code>gateway admin openapi-imports create</code> (up to 32 MiB)` : ""}.</p>`
 
 /** The list of a kind, and the form that creates one (on the list: `/<kind>/new` could be an id). */
 const listRoute = (kind: SourceKind): ConsoleRoute => ({
@@ -111,7 +119,7 @@ ${
 }
 <section aria-labelledby="create-heading"><h2 id="create-heading">New ${kindNames[kind].one}</h2>
 <form method="post" action="${basePath(kind)}">${request.csrfField}
-${definitionField('{\n  "id": ""\n}')}
+${definitionField(kind, '{\n  "id": ""\n}')}
 <button type="submit">Create</button></form></section>`
       )
     })
@@ -176,7 +184,7 @@ ${
 <section aria-labelledby="change-heading"><h2 id="change-heading">Change</h2>
 <form method="post" action="${sourcePath(kind, id)}">${request.csrfField}
 <input type="hidden" name="revision" value="${record.revision}">
-${definitionField(jsonForEditing(editable(record)))}
+${definitionField(kind, jsonForEditing(editable(record)))}
 <button type="submit">Save changes</button></form></section>
 <section aria-labelledby="delete-heading"><h2 id="delete-heading">Delete</h2>
 <form method="post" action="${sourcePath(kind, id)}/delete">${request.csrfField}
