@@ -337,6 +337,9 @@ describe("the console's form limits and OpenAPI imports", () => {
         expect(
           yield* promise(() => page.$$eval("#sources tbody th", (cells) => cells.map((cell) => cell.textContent)))
         ).toEqual(["braces"])
+        // The overview is the new generation's: the import's create reloaded once.
+        yield* promise(() => page.goto(`${gateway.adminUrl}/console`))
+        expect(yield* promise(() => page.textContent("main"))).toContain("generation 2: ready")
         expect(browsers.problems).toEqual({ csp: [], dialogs: [], errors: [] })
       }),
     120_000

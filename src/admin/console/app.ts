@@ -1,4 +1,4 @@
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Effect } from "effect"
 import { clientAddress } from "../../auth/client-address.js"
 import { browserHeaders, html } from "../../auth/pages/html.js"
@@ -62,7 +62,15 @@ export const makeConsoleApp = Effect.gen(function* () {
   const check = yield* adminCheck
   const report = yield* makeStatusReport
   const sections = yield* ConsoleSectionList
-  const context = yield* Effect.context<GenerationServices>()
+  // The generation's services, without the request the generation may have been built in: a reload
+  // that a request starts (a tool-source write) builds the next generation in that request's fiber, so
+  // its context can hold that request, and providing it would make every later console request read
+  // the old one's method, headers and body.
+  const context = Context.omit(
+    HttpServerRequest.HttpServerRequest,
+    HttpServerRequest.ParsedSearchParams,
+    HttpRouter.RouteContext
+  )(yield* Effect.context<GenerationServices>())
   const routes: ReadonlyArray<ConsoleRoute> = [homeRoute(report), ...sections.flatMap((section) => section.routes)]
   const nav = [{ label: "Overview", path: "/console" }, ...sections.flatMap((section) => section.nav)]
 
@@ -198,13 +206,7 @@ export const makeConsoleApp = Effect.gen(function* () {
         problemPage(500, "The console could not answer this request; the gateway's log has the details.")
       )
     ),
-    // The generation's services under the request's own: a generation built by a reload that a request
-    // started (a tool-source write) was built in that request's fiber, so its captured context may hold
-    // that request (HttpServerRequest); providing it over this request's would make every later console
-    // request read the old one's method, headers and body.
-    Effect.mapInputContext((ambient: Context.Context<HttpServerRequest.HttpServerRequest>) =>
-      Context.merge(context, ambient)
-    )
+    Effect.provide(context)
   )
   return app satisfies HttpApp.Default<never, HttpServerRequest.HttpServerRequest>
 })
