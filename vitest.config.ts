@@ -20,8 +20,9 @@ export default defineConfig({
     // restore what they change (process.env, fake timers, console spies) and put nothing shared in a
     // module that a later file could find changed. Known case: @effect/vitest's `layer()` rebinds the
     // shared `it.effect`/`it.scoped` to its own runtime (TestClock included) for every later file in
-    // the worker; biome.json forbids importing it in test/. No file needs a fresh module cache today;
-    // one that did would go in a second project with `isolate: true` and its reason stated here.
+    // the worker; biome.json refuses importing it in test/, test/project/shared-test-api.test.ts its
+    // `it.layer` spelling. No file needs a fresh module cache today; one that did would go in a second
+    // project with `isolate: true`, its reason stated here.
     isolate: false,
     poolOptions: { forks: { maxForks: 2, minForks: 1 } }
   }
