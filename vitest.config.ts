@@ -14,6 +14,17 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // One module cache per worker, shared by the files it runs (not a fresh one per file): importing
+    // the Effect stack again for each of ~180 files cost 163 s of collect time (2 cores, quiet), now
+    // 13 s; the whole run went from 363 s to 275 s (docs/decisions.md).
+    // What one file leaves in a module or on the process therefore meets the files after it, so tests
+    // restore what they change (process.env, fake timers, console spies) and put nothing shared in a
+    // module that a later file could find changed. Known case: @effect/vitest's `layer()` rebinds the
+    // shared `it.effect`/`it.scoped` to its own runtime (TestClock included) for every later file in
+    // the worker; biome.json refuses importing it in test/, test/project/shared-test-api.test.ts its
+    // `it.layer` spelling. No file needs a fresh module cache today; one that did would go in a second
+    // project with `isolate: true`, its reason stated here.
+    isolate: false,
     poolOptions: { forks: { maxForks: 2, minForks: 1 } }
   }
 })

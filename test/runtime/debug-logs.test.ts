@@ -44,12 +44,13 @@ const probe = (level: string, requests: number) =>
   })
 
 describe("log_level: debug under load", () => {
-  it("50,000 requests (readyz, 404, /mcp without a token) keep the retained heap flat and log one line each with a request id", async () => {
-    const requests = 50_000
+  it("20,000 requests (readyz, 404, /mcp without a token) keep the retained heap flat and log one line each with a request id", async () => {
+    const requests = 20_000
     const { before, after, log } = await probe("debug", requests)
     // Before the fix every debug line stayed attached to the generation's span: ~300 bytes a request,
-    // 15 MB over this run. Now what is left is noise from pools and JIT, well under 100 bytes a request.
-    expect(after - before).toBeLessThan(requests * 100)
+    // 6 MB over this run on top of the noise. Now what is left is noise from pools and JIT, about
+    // 1–1.5 MB whatever the number of requests (measured at 20,000 and 50,000), so the bound is fixed.
+    expect(after - before).toBeLessThan(3_000_000)
     const serving = log.findIndex((entry) => entry["msg"] === "gateway serving")
     expect(serving).toBeGreaterThanOrEqual(0)
     const lines = log.slice(serving + 1)
