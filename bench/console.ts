@@ -1,9 +1,17 @@
 import { Effect, Exit, Scope } from "effect"
+import { MembershipRepo } from "../src/store/memberships.js"
 import { launchChromium } from "../test/support/browser.js"
 import { consoleClient, consolePagePaths, consoleSignIn } from "../test/support/console.js"
 import { type StoreKindUnderTest, storeKinds } from "../test/support/databases.js"
 import { DIRECTORY_TOKEN } from "../test/support/directory.js"
-import { ADMIN_PASSWORD, adminClient, defaultClients, oauthGateway } from "../test/support/oauth-gateway.js"
+import {
+  ADMIN_PASSWORD,
+  adminClient,
+  defaultClients,
+  inGateway,
+  type OAuthGateway,
+  oauthGateway
+} from "../test/support/oauth-gateway.js"
 import { snapshotBody } from "./directory.js"
 import { percentile } from "./support/stats.js"
 import { formatMs, type Table, verdict } from "./support/table.js"
@@ -14,8 +22,8 @@ export const name = "console"
 const SAMPLES = 200
 const WARM_UP = 10
 const TARGET_P95_MS = 50
-/** Memberships per person (0 to this, uniform): the directory bench's data with a lighter push. */
-const PER_USER = 8
+/** Memberships per person (0 to this, uniform): the directory bench's own shape (bench/directory.ts). */
+const PER_USER = 256
 
 interface Row {
   readonly store: StoreKindUnderTest
@@ -31,6 +39,41 @@ interface Row {
  * without path parameters fetched `SAMPLES` times in a row with the session cookie — the whole admin
  * pipeline (session, the admin check, the page's services, the layout) — timed per request.
  */
+/** The ids a list page links to (`/console/identities/<id>`, `/console/groups/<id>`). */
+const linkedIds = (page: string, prefix: string): ReadonlyArray<string> =>
+  [...page.matchAll(new RegExp(`href="${prefix}/([^"?/]+)"`, "g"))].map((match) => decodeURIComponent(match[1]!))
+
+/**
+ * The pages with path parameters that grow with the data: the person with the most memberships among
+ * the first page of people (their groups and effective access), the group with the most members among
+ * the first page of groups, and a filtered list of people (a bounded window of 2,000).
+ */
+const heavyPaths = async (gateway: OAuthGateway, cookie: string): Promise<ReadonlyArray<string>> => {
+  const read = async (path: string) => (await fetch(gateway.adminUrl + path, { headers: { cookie } })).text()
+  const people = linkedIds(await read("/console/identities"), "/console/identities")
+  const groups = linkedIds(await read("/console/groups"), "/console/groups")
+  const [person, group] = await Effect.runPromise(
+    inGateway(gateway)(
+      Effect.gen(function* () {
+        const memberships = yield* MembershipRepo
+        let busiest = { id: people[0]!, count: -1 }
+        for (const id of people) {
+          const count = (yield* memberships.forUser(id)).length
+          if (count > busiest.count) busiest = { id, count }
+        }
+        const counts = yield* memberships.countsOf(groups)
+        const largest = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? groups[0]!
+        return [busiest.id, largest] as const
+      })
+    )
+  )
+  return [
+    `/console/identities/${encodeURIComponent(person)}`,
+    `/console/groups/${encodeURIComponent(group)}`,
+    "/console/identities?q=person+99"
+  ]
+}
+
 const measureStore = async (kind: StoreKindUnderTest): Promise<ReadonlyArray<Row>> => {
   const scope = Effect.runSync(Scope.make())
   try {
@@ -77,7 +120,7 @@ const measureStore = async (kind: StoreKindUnderTest): Promise<ReadonlyArray<Row
       await chromium.close()
     }
     const rows: Array<Row> = []
-    for (const path of consolePagePaths) {
+    for (const path of [...consolePagePaths, ...(await heavyPaths(gateway, cookie))]) {
       const times: Array<number> = []
       let status = 0
       for (let index = 0; index < WARM_UP + SAMPLES; index++) {
@@ -111,7 +154,7 @@ export const run = async (): Promise<Table> => {
     ]),
     notes: [
       "Each request is the whole admin pipeline over loopback HTTP: the session cookie, the Management API's admin check, the page's services, the layout.",
-      `Directory data: bench/directory.ts's snapshot with 0-${PER_USER} memberships per person. Every GET page of the sections registry without path parameters is measured.`
+      `Directory data: bench/directory.ts's snapshot (0-${PER_USER} memberships per person, about 1.28 million). Every GET page of the sections registry without path parameters is measured, then the person with the most memberships among the first page of people (groups and effective access), the group with the most members among the first page of groups, and a filtered list of people.`
     ]
   }
 }

@@ -19,7 +19,11 @@ export const userRecords = (rows: ReadonlyArray<UserRow>) =>
     if (rows.length === 0) return []
     const memberships = yield* (yield* MembershipRepo).forUsers(rows.map((user) => user.id))
     const byUser = new Map<string, Array<MembershipRow>>()
-    for (const row of memberships) byUser.set(row.user_id, [...(byUser.get(row.user_id) ?? []), row])
+    for (const row of memberships) {
+      const mine = byUser.get(row.user_id)
+      if (mine === undefined) byUser.set(row.user_id, [row])
+      else mine.push(row)
+    }
     const names = yield* (yield* GroupRepo).namesOf([...new Set(memberships.map((row) => row.group_id))])
     const index = new Map([...names].map(([groupId, name]) => [groupId, { name }]))
     return rows.map((user) => userRecord(user, byUser.get(user.id) ?? [], index))

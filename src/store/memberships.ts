@@ -169,6 +169,26 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
     })
 
     /**
+     * How many groups each of `userIds` is in, every source together (two statements however many are
+     * asked; a directory list counted by its length, never expanded): what a page of people shows.
+     */
+    const countsForUsers = Effect.fn("MembershipRepo.countsForUsers")(function* (userIds: ReadonlyArray<string>) {
+      const counts = new Map<string, number>(userIds.map((id) => [id, 0]))
+      if (userIds.length === 0) return counts as ReadonlyMap<string, number>
+      const length = sql.onDialectOrElse({
+        pg: () => sql`jsonb_array_length(group_ids::jsonb)`,
+        orElse: () => sql`json_array_length(group_ids)`
+      })
+      const rows = yield* sql`SELECT user_id AS group_id, COUNT(*) AS members FROM memberships
+          WHERE ${sql.in("user_id", userIds)} AND source <> 'directory' GROUP BY user_id
+        UNION ALL
+        SELECT user_id AS group_id, ${length} AS members FROM directory_memberships
+          WHERE ${sql.in("user_id", userIds)}`.pipe((statement) => countRows(statement), Effect.orDie)
+      for (const [userId, members] of rows) counts.set(userId, (counts.get(userId) ?? 0) + members)
+      return counts as ReadonlyMap<string, number>
+    })
+
+    /**
      * Replaces the memberships of `userId` owned by `source` with exactly `groupIds`. Directory
      * memberships are written by a snapshot only (src/store/directory.ts).
      */
@@ -196,6 +216,6 @@ export class MembershipRepo extends Effect.Service<MembershipRepo>()("gateway/Me
       return { added, removed }
     })
 
-    return { forUser, forUsers, countByGroup, countOf, countsOf, replace } as const
+    return { forUser, forUsers, countByGroup, countOf, countsOf, countsForUsers, replace } as const
   })
 }) {}

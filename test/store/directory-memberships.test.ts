@@ -176,4 +176,31 @@ describe.each(storeKinds)("directory memberships on %s", (kind) => {
         })
     )
   }
+
+  it.scoped(
+    "counts each person's groups of every source together, a directory list by its length (a page of people)",
+    () =>
+      Effect.gen(function* () {
+        const { sql, repo } = yield* opened(kind)
+        yield* sql`INSERT INTO users ${sql.insert(["u1", "u2", "u3"].map(enterprisePerson))}`
+        for (const id of ["g-a", "g-b", "g-c"]) {
+          yield* sql`INSERT INTO groups ${sql.insert(organizationGroupRow(id, "corp", "group", { externalId: id, name: id }, STAMP))}`
+        }
+        yield* sql`INSERT INTO directory_memberships ${sql.insert([
+          { user_id: "u1", group_ids: JSON.stringify(["g-a", "g-b", "g-c"]), updated_at: STAMP },
+          { user_id: "u2", group_ids: JSON.stringify([]), updated_at: STAMP }
+        ])}`
+        yield* sql`INSERT INTO memberships ${sql.insert([
+          { user_id: "u1", group_id: "g-a", source: "claims", created_at: STAMP },
+          { user_id: "u3", group_id: "g-b", source: "direct", created_at: STAMP },
+          { user_id: "u3", group_id: "g-c", source: "claims", created_at: STAMP },
+          // A directory row an earlier build left in `memberships` never counts (as every reader).
+          { user_id: "u3", group_id: "g-a", source: "directory", created_at: STAMP }
+        ])}`
+        const counts = yield* repo.countsForUsers(["u1", "u2", "u3", "nobody"])
+        expect(Object.fromEntries(counts)).toEqual({ u1: 4, u2: 0, u3: 2, nobody: 0 })
+        for (const id of ["u1", "u2", "u3"]) expect(counts.get(id)).toBe((yield* repo.forUser(id)).length)
+        expect((yield* repo.countsForUsers([])).size).toBe(0)
+      })
+  )
 })
