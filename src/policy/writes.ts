@@ -9,6 +9,7 @@ import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SessionRepo } from "../store/sessions.js"
 import { UserRepo, type UserRow, type UserStatus } from "../store/users.js"
 import { AccessState, type PolicyChange } from "./access-state.js"
+import { commitPolicyChange } from "./commit.js"
 import { createEnterpriseUser, userCreatedFields } from "./enterprise-user.js"
 import { groupNameProblem } from "./group-name.js"
 import { keepingLocalAdministrator } from "./last-administrator.js"
@@ -103,22 +104,10 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     /** Runs `work` in the policy transaction, then tells the in-memory policy and the log. */
     const transaction = <A>(work: Effect.Effect<Outcome<A>, PolicyRefused, SqlClient.SqlClient>) =>
       Effect.gen(function* () {
-        // Once committed, the in-memory policy is told even if the request is interrupted right then
-        // (a change it never heard of would otherwise wait for the poll).
-        const { outcome } = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.tap(
-            restore(
-              sql
-                .withTransaction(
-                  Effect.gen(function* () {
-                    const version = yield* versions.bump
-                    return { outcome: yield* work, version }
-                  })
-                )
-                .pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
-            ),
-            ({ outcome, version }) => state.changed({ ...outcome.change, version })
-          )
+        const outcome = yield* commitPolicyChange(work, (done) => done.change).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.provideService(PolicyVersionRepo, versions),
+          Effect.provideService(AccessState, state)
         )
         if (outcome.event !== undefined) yield* securityEvent(outcome.event.name, outcome.event.fields)
         return outcome.value

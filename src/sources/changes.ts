@@ -11,6 +11,17 @@ import type { SourceKind } from "./schema.js"
 /** The states a proposal moves through, as stored (src/store/source-proposals.ts). */
 export type ProposalState = ProposalStateColumn
 
+/** Each state as people read it, on the review pages and in the console. */
+export const proposalStateNames: Readonly<Record<ProposalState, string>> = {
+  pending_approval: "waiting for review",
+  applying: "being applied",
+  applied: "applied",
+  rejected: "rejected",
+  failed: "application failed",
+  invalidated: "invalidated by a restart",
+  unknown: "interrupted while applying: to be inspected"
+}
+
 export interface Person {
   readonly user_id: string
   readonly name: string

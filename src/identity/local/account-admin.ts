@@ -5,6 +5,7 @@ import { sha256Hex } from "../../crypto/hashing.js"
 import { Sealer } from "../../crypto/sealer.js"
 import { securityEvent } from "../../events/security-log.js"
 import { AccessState } from "../../policy/access-state.js"
+import { commitPolicyChange } from "../../policy/commit.js"
 import { keepingLocalAdministrator } from "../../policy/last-administrator.js"
 import type { Actor } from "../../policy/writes.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
@@ -110,20 +111,10 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
       work: Effect.Effect<A, LocalAccountRefused, SqlClient.SqlClient>
     ) =>
       Effect.gen(function* () {
-        const { value } = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.tap(
-            restore(
-              sql
-                .withTransaction(
-                  Effect.gen(function* () {
-                    const version = yield* versions.bump
-                    return { value: yield* work, version }
-                  })
-                )
-                .pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
-            ),
-            ({ value, version }) => state.changed({ users: [userId(value)], version })
-          )
+        const value = yield* commitPolicyChange(work, (done) => ({ users: [userId(done)] })).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.provideService(PolicyVersionRepo, versions),
+          Effect.provideService(AccessState, state)
         )
         const line = event(value)
         yield* securityEvent(line.name, line.fields)

@@ -1,6 +1,12 @@
 import { html, page } from "../../auth/pages/html.js"
 import { visibleText } from "../../auth/pages/visible-text.js"
-import type { Person, ProposalDetail, ProposalState, ProposalSummary } from "../changes.js"
+import {
+  type Person,
+  type ProposalDetail,
+  type ProposalState,
+  type ProposalSummary,
+  proposalStateNames
+} from "../changes.js"
 import type { SourceKind } from "../schema.js"
 import { proposalPath, reviewPaths } from "./paths.js"
 
@@ -17,22 +23,12 @@ const kindNames: Readonly<Record<SourceKind, string>> = {
   tool_group: "Tool group"
 }
 
-const stateNames: Readonly<Record<ProposalState, string>> = {
-  pending_approval: "waiting for review",
-  applying: "being applied",
-  applied: "applied",
-  rejected: "rejected",
-  failed: "application failed",
-  invalidated: "invalidated by a restart",
-  unknown: "interrupted while applying: to be inspected"
-}
-
 const when = (iso: string | undefined) => (iso === undefined ? "—" : `${iso.replace("T", " ").slice(0, 19)} UTC`)
 
 const personText = (person: Person) => visibleText(`${person.name} (${person.user_id})`)
 
 const stateLabel = (state: ProposalState) =>
-  html`<span class="state-${state}" data-state="${state}">${stateNames[state] ?? state}</span>`
+  html`<span class="state-${state}" data-state="${state}">${proposalStateNames[state] ?? state}</span>`
 
 const subjectOf = (proposal: ProposalSummary) =>
   html`${proposal.action === "create" ? "Create" : "Update"} ${kindNames[proposal.kind] ?? proposal.kind} <code>${visibleText(proposal.target_id)}</code>`

@@ -1,7 +1,12 @@
 import { Effect, Option } from "effect"
 import { type Html, html } from "../../../auth/pages/html.js"
 import { Config } from "../../../config/service.js"
-import { ConfigChanges, type ProposalState, type ProposalSummary } from "../../../sources/changes.js"
+import {
+  ConfigChanges,
+  type ProposalState,
+  type ProposalSummary,
+  proposalStateNames
+} from "../../../sources/changes.js"
 import { kindNames } from "../../../sources/definitions.js"
 import { reviewUrl } from "../../../sources/review-url.js"
 import { decodePosition, encodePosition } from "../../cursor.js"
@@ -16,16 +21,7 @@ import { sourcePath } from "./tool-sources.js"
  * review pages of the public listener, which each pending proposal links to.
  */
 
-const stateNames: Readonly<Record<ProposalState, string>> = {
-  pending_approval: "waiting for review",
-  applying: "being applied",
-  applied: "applied",
-  rejected: "rejected",
-  failed: "application failed",
-  invalidated: "invalidated by a restart",
-  unknown: "interrupted while applying: to be inspected"
-}
-const states = Object.keys(stateNames) as ReadonlyArray<ProposalState>
+const states = Object.keys(proposalStateNames) as ReadonlyArray<ProposalState>
 
 export const PROPOSALS_PAGE = 50
 
@@ -68,18 +64,19 @@ const listRoute: ConsoleRoute = {
         "Configuration proposals",
         html`<form method="get" action="/console/proposals"><label for="state">State</label>
 <select id="state" name="state"><option value="">any</option>${states.map(
-          (each) => html`<option value="${each}"${each === state ? html` selected` : ""}>${stateNames[each]}</option>`
+          (each) =>
+            html`<option value="${each}"${each === state ? html` selected` : ""}>${proposalStateNames[each]}</option>`
         )}</select> <button type="submit">Show</button></form>
 ${
   items.length === 0
-    ? html`<p id="no-proposals">No proposal${state === undefined ? "" : ` ${stateNames[state as ProposalState]}`}.</p>`
+    ? html`<p id="no-proposals">No proposal${state === undefined ? "" : ` ${proposalStateNames[state as ProposalState]}`}.</p>`
     : html`<table id="proposals"><caption>Proposals, newest first</caption>
 <thead><tr><th scope="col">Change</th><th scope="col">State</th><th scope="col">Proposed by</th><th scope="col">Proposed</th></tr></thead>
 <tbody>${items.map(
         (
           item
         ) => html`<tr><th scope="row"><a href="/console/proposals/${encodeURIComponent(item.id)}">${subjectOf(item)}</a></th>
-<td data-state="${item.state}">${stateNames[item.state]}</td><td>${shown(item.proposed_by.name)}</td><td>${when(item.created_at)}</td></tr>`
+<td data-state="${item.state}">${proposalStateNames[item.state]}</td><td>${shown(item.proposed_by.name)}</td><td>${when(item.created_at)}</td></tr>`
       )}</tbody></table>`
 }
 ${next === undefined ? "" : html`<p><a id="older" href="${next}">Older proposals</a></p>`}`
@@ -100,7 +97,7 @@ const showRoute: ConsoleRoute = {
       return page(
         "Configuration proposal",
         html`<p>${subjectOf(proposal)}</p>
-<dl><dt>State</dt><dd data-state="${proposal.state}">${stateNames[proposal.state]}</dd>
+<dl><dt>State</dt><dd data-state="${proposal.state}">${proposalStateNames[proposal.state]}</dd>
 <dt>Proposed by</dt><dd>${shown(proposal.proposed_by.name)} (${shown(proposal.proposed_by.user_id)}), ${when(proposal.created_at)}</dd>
 ${proposal.decided_by === undefined ? "" : html`<dt>Decided by</dt><dd>${shown(proposal.decided_by.name)}, ${when(proposal.decided_at)}</dd>`}
 ${proposal.failure === undefined ? "" : html`<dt>Failure</dt><dd>${shown(proposal.failure)}</dd>`}</dl>
