@@ -79,13 +79,18 @@ const addressChecked = <E, R>(
       : app
   })
 
-/** RFC 6750 §3: a 401 names the scheme, so a client knows to send a bearer token. */
+/**
+ * RFC 6750 §3: a 401 names the scheme, so a client knows to send a bearer token. And no answer of the
+ * API is kept by a cache on the way: some carry what only their caller may see once (an enrolment
+ * link, docs/local-accounts.md), all describe who may do what.
+ */
 const challenged = HttpMiddleware.make((app) =>
-  Effect.map(app, (response) =>
-    response.status === 401
-      ? HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="gateway-admin"')
-      : response
-  )
+  Effect.map(app, (response) => {
+    const stored = HttpServerResponse.setHeader(response, "cache-control", "no-store")
+    return response.status === 401
+      ? HttpServerResponse.setHeader(stored, "www-authenticate", 'Bearer realm="gateway-admin"')
+      : stored
+  })
 )
 
 /**

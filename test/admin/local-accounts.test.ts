@@ -42,6 +42,9 @@ describe.each(storeKinds)("local accounts (%s)", (kind) => {
         const { gateway, api } = yield* setup(kind, logs)
         const created = yield* api.post("/api/v1/local-accounts", { username: "Bob", display_name: "Bob Builder" })
         expect(created.status).toBe(201)
+        // The answer holds the one-time link: no cache on the way keeps it (as every answer of the API).
+        expect(created.headers.get("cache-control")).toBe("no-store")
+        expect((yield* api.get("/api/v1/local-accounts")).headers.get("cache-control")).toBe("no-store")
         const account = accountOf(created.body)
         expect(account).toMatchObject({
           username: "Bob",

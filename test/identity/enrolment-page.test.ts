@@ -30,7 +30,7 @@ describe("the enrolment page", () => {
       yield* Effect.promise(async () => {
         const browser = new Browser(gateway.baseUrl)
         const page = await browser.get(`${link.pathname}${link.search}`)
-        expect(page.headers.get("referrer-policy")).toBe("no-referrer")
+        expect(page.headers.get("referrer-policy")).toBe("strict-origin")
         expect(page.headers.get("content-security-policy")).toContain("default-src 'none'")
         const html = await page.text()
         const fields = formFields(html, "/sso/enrol")

@@ -17,13 +17,13 @@ import { readPageForm } from "./form.js"
 import { answerPage, PageResponse } from "./page-response.js"
 import { requireSameOrigin } from "./transaction.js"
 
-/** Pages of this flow never send their address (it holds the link's token) to anyone, this origin included. */
-const noReferrer = (response: HttpServerResponse.HttpServerResponse) =>
-  HttpServerResponse.setHeader(response, "referrer-policy", "no-referrer")
+/** Pages of this flow never send their address (it holds the link's token) as Referer: the origin alone (src/auth/pages/html.ts, `referrer`). */
+const originOnlyReferrer = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeader(response, "referrer-policy", "strict-origin")
 
 const deadLink = () =>
   new PageResponse({
-    response: noReferrer(
+    response: originOnlyReferrer(
       messagePage(
         "Link not valid",
         "This enrolment link does not work any more: it was used, it expired, a newer one replaced it, or the account was disabled. Ask your administrator for a new link.",
@@ -51,7 +51,7 @@ const show = (
   status = 200
 ) => {
   const username = user.username ?? ""
-  return noReferrer(
+  return originOnlyReferrer(
     enrolmentPage(
       { token, sealedSecret: offered.sealed, csrf: csrfOf(browser, sha256Hex(token)), username },
       {
@@ -109,7 +109,7 @@ export const enrolEndpoint = answerPage(
       })
       if (attempt._tag === "Left") {
         return HttpServerResponse.setHeader(
-          noReferrer(messagePage("Too many attempts", "Too many attempts. Try again later.", 429)),
+          originOnlyReferrer(messagePage("Too many attempts", "Too many attempts. Try again later.", 429)),
           "retry-after",
           String(attempt.left.retryAfterSeconds)
         )
@@ -124,7 +124,7 @@ export const enrolEndpoint = answerPage(
       !constantTimeEqual(csrf.value, csrfOf(browser, sha256Hex(text)))
     ) {
       return yield* new PageResponse({
-        response: noReferrer(
+        response: originOnlyReferrer(
           messagePage(
             "Request refused",
             "The form is stale or was not issued by the gateway. Open the enrolment link again.",
@@ -191,7 +191,7 @@ export const enrolEndpoint = answerPage(
     })
     if (outcome._tag === "Enrolled") {
       yield* throttle.succeeded(attempt.right)
-      return noReferrer(enrolledPage(username))
+      return originOnlyReferrer(enrolledPage(username))
     }
     if (outcome.reason === "link_dead") {
       yield* throttle.release(attempt.right)

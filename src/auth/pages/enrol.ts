@@ -35,7 +35,7 @@ export const enrolmentPage = (form: EnrolmentForm, enrollment: Enrollment, error
 <p class="muted">Or import this address: <code id="totp-uri">${enrollment.otpauthUri}</code></p>
 <label for="code">Code</label><input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
 <button type="submit">Set up account</button></form>`,
-    { status }
+    { status, referrer: "strict-origin" }
   )
 
 /** After the enrolment: the account is ready; sign-in happens from an application, as for anyone. */
@@ -43,5 +43,6 @@ export const enrolledPage = (username: string) =>
   page(
     "Account ready",
     html`<h1>Your account is ready</h1><p>Sign in as <strong>${username}</strong> with your password and a code from your authenticator app.</p>
-<p>Tools appear once an administrator gives you access.</p><p><a href="/sso/grants">Go to your applications</a></p>`
+<p>Tools appear once an administrator gives you access.</p><p><a href="/sso/grants">Go to your applications</a></p>`,
+    { referrer: "strict-origin" }
   )

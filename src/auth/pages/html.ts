@@ -88,20 +88,30 @@ export const browserHeaders = (
 export interface PageOptions {
   readonly status?: number
   readonly formTargets?: ReadonlyArray<string>
+  /**
+   * `strict-origin` for a page whose own address holds a secret (the enrolment link's token): its
+   * form's post and its links then send the origin alone as `Referer`, never the path and query. Not
+   * `no-referrer`: under it Chromium sends `Origin: null` with a form's post, which the same-origin
+   * check of every /sso form refuses. The meta tag says it too — a meta tag overrides the header, so
+   * both must agree.
+   */
+  readonly referrer?: "same-origin" | "strict-origin"
 }
 
-export const page = (title: string, body: Html, options: PageOptions = {}): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.text(
+export const page = (title: string, body: Html, options: PageOptions = {}): HttpServerResponse.HttpServerResponse => {
+  const referrer = options.referrer ?? "same-origin"
+  return HttpServerResponse.text(
     html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="same-origin"><title>${title}</title><style>${new Html(STYLE)}</style></head>
+<meta name="referrer" content="${referrer}"><title>${title}</title><style>${new Html(STYLE)}</style></head>
 <body><main>${body}</main></body></html>`.text,
     {
       status: options.status ?? 200,
       contentType: "text/html; charset=utf-8",
-      headers: browserHeaders(options.formTargets)
+      headers: { ...browserHeaders(options.formTargets), "referrer-policy": referrer }
     }
   )
+}
 
 /** A 303 to another page or to the client, with the same no-store, no-referrer headers. */
 export const seeOther = (location: string): HttpServerResponse.HttpServerResponse =>
