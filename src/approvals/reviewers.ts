@@ -12,6 +12,11 @@ export interface Reviewer {
    * open the review page.
    */
   readonly names: ReadonlySet<string>
+  /**
+   * The administrator who handed this person their current credentials through an enrolment link
+   * (docs/local-accounts.md), if one did: they held the link, so they may hold the account.
+   */
+  readonly credentialsIssuedBy: string | undefined
 }
 
 /**
@@ -97,6 +102,14 @@ export const reviewRefusal = (
         row.requester_id === null
           ? "Who asked for this is not known, so nobody can approve it; reject it or let it expire."
           : "You cannot approve your own request."
+    }
+  }
+  // Whoever handed this account its credentials may be holding it: their own request is not for it.
+  if (action === "approve" && row.requester_id !== null && reviewer.credentialsIssuedBy === row.requester_id) {
+    return {
+      reason: "credentials_issued_by_requester",
+      message:
+        "The person who asked for this set up your account's credentials (its enrolment link), so your approval would not be independent; another reviewer must approve it."
     }
   }
   return undefined

@@ -6,6 +6,7 @@ import { Sealer } from "../crypto/sealer.js"
 import { EventLimiter, securityEvent } from "../events/security-log.js"
 import { AccessState } from "../policy/access-state.js"
 import { ApprovalRepo, type ApprovalRow, type ApprovalState, type VoteRow } from "../store/approvals.js"
+import { AuditEventRepo } from "../store/audit-events.js"
 import { UserRepo, type UserRow } from "../store/users.js"
 import { type Intent, intentHash, intentText, operationIdOf, operationKey } from "./intent.js"
 import { effectivePolicy } from "./policy.js"
@@ -82,6 +83,7 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
     const sealer = yield* Sealer
     const access = yield* AccessState
     const users = yield* UserRepo
+    const audit = yield* AuditEventRepo
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
     // Events a caller or reviewer can repeat at will: at most 10 a minute per person, then `suppressed`.
     const repeatable = new EventLimiter()
@@ -327,7 +329,8 @@ export class Approvals extends Effect.Service<Approvals>()("gateway/Approvals", 
         user,
         approver: yield* mayReview(user.id),
         upstreamNamespace,
-        names: namesOf(user, upstreamNamespace, idTaken)
+        names: namesOf(user, upstreamNamespace, idTaken),
+        credentialsIssuedBy: user.kind === "local" ? yield* audit.credentialsIssuer(user.id) : undefined
       } satisfies Reviewer
     })
 

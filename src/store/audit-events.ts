@@ -58,6 +58,16 @@ export const auditPageStatement = (sql: SqlClient.SqlClient, query: AuditPageQue
     ORDER BY e.at DESC, e.id DESC LIMIT ${query.limit}`
 }
 
+/**
+ * The audit actions that hand a local account new credentials through a one-time enrolment link
+ * (docs/local-accounts.md): whoever did the latest of them held that link, so may hold the account.
+ */
+export const CREDENTIAL_ISSUING_ACTIONS = [
+  "identity.local_account_created",
+  "identity.local_account_password_reset",
+  "identity.local_account_mfa_reset"
+] as const
+
 /** Persistence of `audit_events`: written in the same transaction as the change it records. */
 export class AuditEventRepo extends Effect.Service<AuditEventRepo>()("gateway/AuditEventRepo", {
   effect: Effect.gen(function* () {
@@ -92,6 +102,25 @@ export class AuditEventRepo extends Effect.Service<AuditEventRepo>()("gateway/Au
       return yield* Schema.decodeUnknown(Schema.Array(AuditEventListed))(rows).pipe(Effect.orDie)
     })
 
-    return { insert, forTarget, page } as const
+    const latestIssuer = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ actor_id: Schema.NullOr(Schema.String) }),
+      execute: (userId) =>
+        sql`SELECT actor_id FROM audit_events WHERE target_id = ${userId}
+          AND ${sql.in("action", CREDENTIAL_ISSUING_ACTIONS)} ORDER BY at DESC, id DESC LIMIT 1`
+    })
+
+    /**
+     * Who handed `userId` their current credentials (the actor of the latest of
+     * `CREDENTIAL_ISSUING_ACTIONS`), if anyone did: undefined for people who never had an enrolment
+     * link (enterprise identities, the built-in administrator, accounts made by the gateway itself).
+     * One range of the `(target_id, at, id)` index.
+     */
+    const credentialsIssuer = Effect.fn("AuditEventRepo.credentialsIssuer")(function* (userId: string) {
+      const rows = yield* latestIssuer(userId).pipe(Effect.orDie)
+      return rows[0]?.actor_id ?? undefined
+    })
+
+    return { insert, forTarget, page, credentialsIssuer } as const
   })
 }) {}

@@ -11,6 +11,7 @@ import { afterAll, beforeAll } from "vitest"
 import { LocalAccountAdmin } from "../../src/identity/local/account-admin.js"
 import { initAdmin } from "../../src/identity/local/admin.js"
 import { totpAt } from "../../src/identity/local/totp.js"
+import type { Actor } from "../../src/policy/writes.js"
 import { PolicyWrites } from "../../src/policy/writes.js"
 import { UserRepo } from "../../src/store/users.js"
 import {
@@ -31,10 +32,10 @@ import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
 const PASSWORD = Redacted.make("a long enough password")
 
 /** Creates `username` and redeems its link with a correct code: the person's user id. */
-const createAndEnrol = (username: string) =>
+const createAndEnrol = (username: string, actor: Actor = testActor) =>
   Effect.gen(function* () {
     const accounts = yield* LocalAccountAdmin
-    const issued = yield* accounts.create(testActor, { username, displayName: username })
+    const issued = yield* accounts.create(actor, { username, displayName: username })
     const offered = accounts.offerSecret(issued.token)
     const outcome = yield* accounts.enrol({
       token: issued.token,
@@ -206,6 +207,49 @@ describe("a local account as an approver", () => {
       const own = await review(gateway, (await browserOf(gateway, adminId)).cookie, approvalId, "approve")
       expect(own.status).not.toBe(303)
       const approved = await review(gateway, (await browserOf(gateway, rita)).cookie, approvalId, "approve")
+      expect(approved.status).toBe(303)
+      expect((await statusOf(gateway, adminToken, approvalId)).structuredContent).toMatchObject({ state: "approved" })
+    } finally {
+      await gateway.close()
+    }
+  })
+
+  it("refuses the approval of an account whose enrolment link the requester handed out; an account someone else set up approves", async () => {
+    const gateway = await startApprovalGateway(ops, { approvers: [] })
+    try {
+      const adminId = await gateway.run(
+        Effect.gen(function* () {
+          yield* initAdmin({ reset: false, resetPassword: true, resetMfa: false, password: PASSWORD })
+          const admin = Option.getOrThrow(yield* (yield* UserRepo).findBuiltinAdmin)
+          yield* grantAccessTo(admin.id, opsAccess)
+          return admin.id
+        })
+      )
+      const adminToken = await gateway.token({ subject: adminId })
+      const approvalId = approvalIdOf(
+        await deploy(gateway, adminToken, { operation_id: `op-${Date.now()}`, environment: "dev" })
+      )
+      // The requester creates an approver and holds its link: that approver's vote is not independent.
+      const minted = await gateway.run(
+        Effect.gen(function* () {
+          const id = yield* createAndEnrol("mallory", { userId: adminId, kind: "builtin_admin" })
+          yield* grantAccessTo(id, [], { roles: ["approver"] })
+          return id
+        })
+      )
+      const refused = await review(gateway, (await browserOf(gateway, minted)).cookie, approvalId, "approve")
+      expect(refused.status).not.toBe(303)
+      expect(await refused.text()).toContain("set up your account")
+      expect((await statusOf(gateway, adminToken, approvalId)).structuredContent).toMatchObject({ state: "pending" })
+      // A person whose credentials someone else handed out approves.
+      const other = await gateway.run(
+        Effect.gen(function* () {
+          const id = yield* createAndEnrol("olga")
+          yield* grantAccessTo(id, [], { roles: ["approver"] })
+          return id
+        })
+      )
+      const approved = await review(gateway, (await browserOf(gateway, other)).cookie, approvalId, "approve")
       expect(approved.status).toBe(303)
       expect((await statusOf(gateway, adminToken, approvalId)).structuredContent).toMatchObject({ state: "approved" })
     } finally {

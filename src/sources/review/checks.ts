@@ -18,6 +18,8 @@ export interface ReviewerFacts {
   readonly scopes: ReadonlySet<string>
   /** The `subjects` entries that name them (src/approvals/reviewers.ts, `namesOf`). */
   readonly names: ReadonlySet<string>
+  /** The administrator who handed them their current credentials through an enrolment link, if one did. */
+  readonly credentialsIssuedBy: string | undefined
 }
 
 /** The static `admin.approvals.policy_changes` settings as the checks use them. */
@@ -55,6 +57,7 @@ export type RefusalReason =
   | "not_security_reviewer"
   | "not_listed"
   | "self_review"
+  | "credentials_issued_by_proposer"
   | "step_up_required"
 
 export interface Refusal {
@@ -150,6 +153,23 @@ export const checkNotProposer: Check = (facts) =>
       }
     : undefined
 
+/**
+ * Nor does a person whose credentials the proposer handed out (the local account's enrolment link,
+ * docs/local-accounts.md): the proposer held that link, so may hold the account.
+ */
+export const checkNotIssuedByProposer: Check = (facts) =>
+  changes(facts) &&
+  facts.proposal !== undefined &&
+  facts.reviewer?.credentialsIssuedBy !== undefined &&
+  facts.reviewer.credentialsIssuedBy === facts.proposal.proposed_by.user_id
+    ? {
+        reason: "credentials_issued_by_proposer",
+        message:
+          "The proposer set up your account's credentials (its enrolment link), so your review would not be independent: another security reviewer must decide it.",
+        status: 403
+      }
+    : undefined
+
 /** `require_step_up`: approving needs a fresh, stronger sign-in at the identity provider for this proposal. */
 export const checkSteppedUp: Check = (facts) =>
   facts.action === "approve" && facts.settings.requireStepUp && !facts.steppedUp
@@ -171,6 +191,7 @@ export const reviewChecks: ReadonlyArray<Check> = [
   checkSecurityScope,
   checkListed,
   checkNotProposer,
+  checkNotIssuedByProposer,
   checkSteppedUp
 ]
 

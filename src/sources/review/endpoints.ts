@@ -19,6 +19,7 @@ import { SecurityLog } from "../../events/security-log.js"
 import { UpstreamSignIn } from "../../identity/upstream/service.js"
 import { AccessState } from "../../policy/access-state.js"
 import { roleScopesOf } from "../../policy/roles.js"
+import { AuditEventRepo } from "../../store/audit-events.js"
 import { UserRepo } from "../../store/users.js"
 import { ConfigChanges, type Person } from "../changes.js"
 import { type ReviewAction, type ReviewFacts, type ReviewSettings, reviewRefusal } from "./checks.js"
@@ -65,7 +66,8 @@ const reviewerFacts = (signedIn: SignedIn) =>
       userId: user.id,
       active: grant?.active === true && (grant.staleAt === undefined || now < grant.staleAt),
       scopes: grant?.active === true ? grant.scopes : new Set<string>(),
-      names: namesOf(user, connection?.namespace, idTaken)
+      names: namesOf(user, connection?.namespace, idTaken),
+      credentialsIssuedBy: user.kind === "local" ? yield* (yield* AuditEventRepo).credentialsIssuer(user.id) : undefined
     }
   })
 

@@ -16,7 +16,8 @@ const reviewer: ReviewerFacts = {
   userId: "u-reviewer",
   active: true,
   scopes: new Set(["gateway:security"]),
-  names: new Set(["u-reviewer", "local:sam"])
+  names: new Set(["u-reviewer", "local:sam"]),
+  credentialsIssuedBy: "u-other-admin"
 }
 
 const proposal: ProposalSummary = {
@@ -79,6 +80,11 @@ describe("who may review a configuration change", () => {
     ],
     ["not in subjects when listed", { settings: { ...allowed.settings, subjects: ["local:rita"] } }, "not_listed"],
     ["the proposer", { proposal: { ...proposal, proposed_by: { user_id: "u-reviewer", name: "Sam" } } }, "self_review"],
+    [
+      "a local account whose enrolment link the proposer handed out",
+      { reviewer: { ...reviewer, credentialsIssuedBy: "u-admin" } },
+      "credentials_issued_by_proposer"
+    ],
     ["no step-up when required", { settings: { ...allowed.settings, requireStepUp: true } }, "step_up_required"]
   ])("refuses %s", (_, changes, reason) => {
     expect(reasonOf(changes)).toBe(reason)
@@ -121,6 +127,7 @@ describe("who may review a configuration change", () => {
       "checkSecurityScope",
       "checkListed",
       "checkNotProposer",
+      "checkNotIssuedByProposer",
       "checkSteppedUp"
     ])
   })
