@@ -13,7 +13,9 @@ import {
   enabledProblems,
   type IdentityProvidersBody,
   type IdentityProvidersRecord,
-  StoredSettings
+  StoredSettings,
+  sameLdapDestination,
+  sameOidcDestination
 } from "./settings.js"
 
 /** The stored connections as sign-in uses them: settings, opened secrets, and each one's namespace. */
@@ -110,6 +112,24 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
     const nextSecret = (given: string | undefined, kept: Redacted.Redacted<string> | undefined) =>
       given === undefined ? kept : given === "" ? undefined : Redacted.make(given)
 
+    /** A save that omits a stored secret while naming another destination for it: refused, naming the field. */
+    const movedSecrets = (before: StoredConnections, body: IdentityProvidersBody): ReadonlyArray<string> => [
+      ...(body.oidc.client_secret === undefined &&
+      before.oidcClientSecret !== undefined &&
+      !sameOidcDestination(before.settings.oidc, body.oidc)
+        ? [
+            "oidc.client_secret: the issuer or client id changed, so the stored secret is not kept; send the client secret again"
+          ]
+        : []),
+      ...(body.ldap.bind_password === undefined &&
+      before.ldapBindPassword !== undefined &&
+      !sameLdapDestination(before.settings.ldap, body.ldap)
+        ? [
+            "ldap.bind_password: the directory's address (url scheme, host or port) or bind DN changed, so the stored password is not kept; send the bind password again"
+          ]
+        : [])
+    ]
+
     /** Ends the stored sessions and browser sign-ins of a replaced connection's people; their ids. */
     const revokeConnection = (namespace: string, at: Date) =>
       Effect.gen(function* () {
@@ -132,6 +152,8 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
       // Judged against what the administrator read: a save naming another revision is stale at once,
       // so it is never computed from settings the administrator did not see.
       if (before.revision !== expected) return { _tag: "Stale", revision: before.revision } as SaveOutcome
+      const moved = movedSecrets(before, body)
+      if (moved.length > 0) return { _tag: "Invalid", problems: moved } as SaveOutcome
       const { client_secret, ...oidc } = body.oidc
       const { bind_password, ...ldap } = body.ldap
       const after: StoredConnections = {
