@@ -5,8 +5,9 @@ import { validateLdapFields } from "../ldap/settings.js"
 /**
  * The identity connections an administrator stores through the Management API (docs/enterprise-sign-in.md,
  * "Identity-provider settings"): one OIDC and one LDAP connection. Secrets are write-only: a body's
- * `client_secret` / `bind_password` sets it, an empty string clears it, omitting it keeps it; reads say
- * only whether one is configured.
+ * `client_secret` / `bind_password` sets it, an empty string clears it, omitting it keeps it (only while
+ * its destination is unchanged: `sameOidcDestination`, `sameLdapDestination`); reads say only whether
+ * one is configured.
  */
 
 const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
