@@ -152,8 +152,6 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
       // Judged against what the administrator read: a save naming another revision is stale at once,
       // so it is never computed from settings the administrator did not see.
       if (before.revision !== expected) return { _tag: "Stale", revision: before.revision } as SaveOutcome
-      const moved = movedSecrets(before, body)
-      if (moved.length > 0) return { _tag: "Invalid", problems: moved } as SaveOutcome
       const { client_secret, ...oidc } = body.oidc
       const { bind_password, ...ldap } = body.ldap
       const after: StoredConnections = {
@@ -163,10 +161,13 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
         ldapBindPassword: nextSecret(bind_password, before.ldapBindPassword),
         updatedAt: before.updatedAt
       }
-      const problems = enabledProblems(after.settings, {
-        oidc: after.oidcClientSecret !== undefined,
-        ldapBindPassword: after.ldapBindPassword
-      })
+      const problems = [
+        ...movedSecrets(before, body),
+        ...enabledProblems(after.settings, {
+          oidc: after.oidcClientSecret !== undefined,
+          ldapBindPassword: after.ldapBindPassword
+        })
+      ]
       if (problems.length > 0) return { _tag: "Invalid", problems } as SaveOutcome
       const at = new Date(yield* Clock.currentTimeMillis)
       const replaced = replacedConnections(before, after)
