@@ -2,6 +2,7 @@ import { Effect, Either, type ParseResult, Schema } from "effect"
 import { Backend, type BackendConfig } from "../config/schema.js"
 import type { SealerApi } from "../crypto/sealer.js"
 import { isRecord } from "../json.js"
+import { parseTemplate } from "./http/template.js"
 import { HttpTool, OpenApiImport, type SourceKind, ToolGroup } from "./schema.js"
 
 /**
@@ -9,7 +10,8 @@ import { HttpTool, OpenApiImport, type SourceKind, ToolGroup } from "./schema.js
  * Every kind has `enabled` (default true): a disabled source stays stored and is left out of every
  * generation. A definition travels as its schema's encoded JSON (durations as `30s`, secrets as text);
  * at rest each secret is `{"sealed": "v1.…"}`, sealed for the record and the secret's place; shown, it is
- * `{"configured": true}`, which a write may send back to keep the stored secret.
+ * `{"configured": true}`, which a write may send back to keep the stored secret — only while the secret's
+ * destination is unchanged (`movedSecrets`).
  */
 
 const enabled = { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) }
@@ -148,6 +150,71 @@ export const keepSecrets = (kind: SourceKind, written: Json, stored: Json | unde
     return kept.has(pointer) ? Either.right(kept.get(pointer)) : Either.left(pointer)
   })
 }
+
+/** The pointers of the secrets a write sends as `{"configured": true}` (to keep the stored ones). */
+export const keptPointers = (kind: SourceKind, written: Json): ReadonlyArray<string> => {
+  const pointers: Array<string> = []
+  mapSecrets(kind, written, (value, pointer) => {
+    if (isConfiguredMarker(value)) pointers.push(pointer)
+    return Either.right(value)
+  })
+  return pointers
+}
+
+/** A URL template's literal origin (src/sources/http/template.ts); the text itself when it does not parse. */
+const templateOrigin = (url: string) => {
+  const parsed = parseTemplate(url)
+  return parsed.ok ? parsed.template.origin : url
+}
+
+/**
+ * Where the secret at `pointer` of a source goes, field by field: a backend's headers and credentials
+ * to its `url`'s origin; its OAuth client secret to its `oauth.issuer` (the token endpoint is discovered
+ * there), and the tokens it obtains to the `url`'s origin; an HTTP tool's secrets to the origin of
+ * `tool.url`; an OpenAPI import's to the origins of its operations (`server_url`, or the document's
+ * servers).
+ */
+export const secretDestination = (
+  source: ManagedSource,
+  pointer: string
+): ReadonlyArray<{ readonly field: string; readonly destination: string }> => {
+  switch (source.kind) {
+    case "backend": {
+      const url = { field: "url", destination: URL.parse(source.value.url)?.origin ?? source.value.url }
+      return pointer === "/oauth/client_secret"
+        ? [{ field: "oauth.issuer", destination: source.value.oauth?.issuer ?? "" }, url]
+        : [url]
+    }
+    case "http_tool":
+      return [{ field: "tool.url", destination: templateOrigin(source.value.tool.url) }]
+    case "openapi_import":
+      return [
+        {
+          field: "server_url (or the document's servers)",
+          destination: [...new Set(source.value.tools.map((tool) => templateOrigin(tool.url)))].sort().join(" ")
+        }
+      ]
+    case "tool_group":
+      return []
+  }
+}
+
+/**
+ * The secrets a write keeps (`kept`, from `keptPointers`) whose destination it changes, each with the
+ * field that moved it. A stored secret never follows a changed destination: the write must send it again.
+ */
+export const movedSecrets = (
+  before: ManagedSource,
+  after: ManagedSource,
+  kept: ReadonlyArray<string>
+): ReadonlyArray<{ readonly pointer: string; readonly field: string }> =>
+  kept.flatMap((pointer) => {
+    const was = secretDestination(before, pointer)
+    const moved = secretDestination(after, pointer).find(
+      (place) => !was.some((old) => old.field === place.field && old.destination === place.destination)
+    )
+    return moved === undefined ? [] : [{ pointer, field: moved.field }]
+  })
 
 /** Decodes an encoded definition of `kind` (stored ones were checked when written). */
 export const decodeSource = (

@@ -18,10 +18,12 @@ import {
   encodeSource,
   type Json,
   keepSecrets,
+  keptPointers,
   kindNames,
   ManagedOpenApiImport,
   type ManagedSource,
   maskDefinition,
+  movedSecrets,
   proposalContext,
   schemaOf,
   sealDefinition
@@ -309,6 +311,19 @@ export const sourceWrites = (kind: SourceKind) =>
         const kept = keepSecrets(kind, { ...body, id }, found.encoded)
         if (Either.isLeft(kept)) return yield* noSecretToKeep(kept.left)
         const source = yield* decodeDefinition(kept.right)
+        const moved = movedSecrets(found.source, source, keptPointers(kind, body))
+        if (moved.length > 0) {
+          return yield* refuse(
+            400,
+            "invalid_request",
+            listProblems(
+              moved.map(
+                ({ pointer, field }) =>
+                  `${pointer}: ${field} changed where this secret is sent, so the stored secret is not kept; send its value again`
+              )
+            )
+          )
+        }
         yield* check(source, stored.sources)
         const revisions = new Map(stored.sources.map((each) => [each.source.id, each.revision]))
         const write: SourceWrite = {

@@ -66,16 +66,18 @@ describe.each(storeKinds)("Management API: identity providers (%s)", (kind) => {
       expect(JSON.stringify(stored)).not.toContain("very-secret-value")
       expect(String(stored[0]?.["oidc_client_secret_sealed"])).toMatch(/^v1\./)
 
-      // Omitted keeps the secret; an empty string clears it (then an enabled OIDC connection is refused).
+      // Omitted keeps the secret (while its destination is unchanged: test/admin/secret-destinations.test.ts);
+      // an empty string clears it (then an enabled OIDC connection is refused).
+      const ldapKept = { ...body.ldap, bind_password: undefined }
       const kept = yield* api.put(
         path,
-        { oidc: { ...body.oidc, client_secret: undefined }, ldap: ldapOff },
+        { oidc: { ...body.oidc, client_secret: undefined }, ldap: ldapKept },
         ifMatch(saved.body)
       )
       expect(kept.body).toMatchObject({ revision: "2", oidc: { client_secret_configured: true } })
       const cleared = yield* api.put(
         path,
-        { oidc: { ...body.oidc, client_secret: "" }, ldap: ldapOff },
+        { oidc: { ...body.oidc, client_secret: "" }, ldap: ldapKept },
         ifMatch(kept.body)
       )
       expect(cleared.status).toBe(400)

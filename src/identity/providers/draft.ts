@@ -9,15 +9,17 @@ import {
   type LdapSettingsFields,
   ldapProblems,
   type OidcSettings,
-  oidcProblems
+  oidcProblems,
+  sameLdapDestination,
+  sameOidcDestination
 } from "./settings.js"
 
 /**
  * `POST /api/v1/identity-providers/probe` and `/test` (docs/enterprise-sign-in.md, "Trying a
  * connection"): a draft of one connection, never saved. A draft without its secret uses the stored one
- * only while it names the same server and account as the stored connection (issuer and client id; LDAP
- * address and bind DN): a draft naming another server must bring its own secret, so a Management API
- * token cannot send the stored secret to a server of its choosing.
+ * only while it names the same server and account as the stored connection (`sameOidcDestination`,
+ * `sameLdapDestination` — the rule a save follows too): a draft naming another server must bring its own
+ * secret, so a Management API token cannot send the stored secret to a server of its choosing.
  */
 export const ConnectionDraftBody = Schema.Struct({
   source: Schema.Literal("oidc", "ldap"),
@@ -43,7 +45,7 @@ export const oidcDraftConnection = (
   stored: StoredConnections
 ): UpstreamConnection | ReadonlyArray<string> => {
   const { client_secret, ...settings } = draft
-  const same = settings.issuer === stored.settings.oidc.issuer && settings.client_id === stored.settings.oidc.client_id
+  const same = sameOidcDestination(stored.settings.oidc, settings)
   const secret = client_secret === undefined ? (same ? stored.oidcClientSecret : undefined) : nonEmpty(client_secret)
   const missingSecret =
     secret !== undefined
@@ -100,7 +102,7 @@ export const ldapDraftSettings = (
   stored: StoredConnections
 ): LdapSettings | ReadonlyArray<string> => {
   const { bind_password, ...settings } = draft
-  const same = settings.url === stored.settings.ldap.url && settings.bind_dn === stored.settings.ldap.bind_dn
+  const same = sameLdapDestination(stored.settings.ldap, settings)
   if (bind_password === undefined && !same) {
     return ["ldap.bind_password: required for a draft naming another address or bind DN than the stored connection"]
   }

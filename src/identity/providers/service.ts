@@ -13,7 +13,9 @@ import {
   enabledProblems,
   type IdentityProvidersBody,
   type IdentityProvidersRecord,
-  StoredSettings
+  StoredSettings,
+  sameLdapDestination,
+  sameOidcDestination
 } from "./settings.js"
 
 /** The stored connections as sign-in uses them: settings, opened secrets, and each one's namespace. */
@@ -110,6 +112,24 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
     const nextSecret = (given: string | undefined, kept: Redacted.Redacted<string> | undefined) =>
       given === undefined ? kept : given === "" ? undefined : Redacted.make(given)
 
+    /** A save that omits a stored secret while naming another destination for it: refused, naming the field. */
+    const movedSecrets = (before: StoredConnections, body: IdentityProvidersBody): ReadonlyArray<string> => [
+      ...(body.oidc.client_secret === undefined &&
+      before.oidcClientSecret !== undefined &&
+      !sameOidcDestination(before.settings.oidc, body.oidc)
+        ? [
+            "oidc.client_secret: the issuer or client id changed, so the stored secret is not kept; send the client secret again"
+          ]
+        : []),
+      ...(body.ldap.bind_password === undefined &&
+      before.ldapBindPassword !== undefined &&
+      !sameLdapDestination(before.settings.ldap, body.ldap)
+        ? [
+            "ldap.bind_password: the directory's address (url scheme, host or port) or bind DN changed, so the stored password is not kept; send the bind password again"
+          ]
+        : [])
+    ]
+
     /** Ends the stored sessions and browser sign-ins of a replaced connection's people; their ids. */
     const revokeConnection = (namespace: string, at: Date) =>
       Effect.gen(function* () {
@@ -141,10 +161,13 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
         ldapBindPassword: nextSecret(bind_password, before.ldapBindPassword),
         updatedAt: before.updatedAt
       }
-      const problems = enabledProblems(after.settings, {
-        oidc: after.oidcClientSecret !== undefined,
-        ldapBindPassword: after.ldapBindPassword
-      })
+      const problems = [
+        ...movedSecrets(before, body),
+        ...enabledProblems(after.settings, {
+          oidc: after.oidcClientSecret !== undefined,
+          ldapBindPassword: after.ldapBindPassword
+        })
+      ]
       if (problems.length > 0) return { _tag: "Invalid", problems } as SaveOutcome
       const at = new Date(yield* Clock.currentTimeMillis)
       const replaced = replacedConnections(before, after)

@@ -5,8 +5,9 @@ import { validateLdapFields } from "../ldap/settings.js"
 /**
  * The identity connections an administrator stores through the Management API (docs/enterprise-sign-in.md,
  * "Identity-provider settings"): one OIDC and one LDAP connection. Secrets are write-only: a body's
- * `client_secret` / `bind_password` sets it, an empty string clears it, omitting it keeps it; reads say
- * only whether one is configured.
+ * `client_secret` / `bind_password` sets it, an empty string clears it, omitting it keeps it (only while
+ * its destination is unchanged: `sameOidcDestination`, `sameLdapDestination`); reads say only whether
+ * one is configured.
  */
 
 const Text = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
@@ -68,6 +69,33 @@ export const LdapSettingsFields = Schema.Struct({
   ca_pem: Schema.optional(Pem)
 })
 export type LdapSettingsFields = typeof LdapSettingsFields.Type
+
+/**
+ * Where a stored secret goes (docs/enterprise-sign-in.md, "Identity-provider settings"): a stored secret
+ * is used — by a save that omits it, or a draft tried without it — only while the connection still names
+ * the same destination. OIDC: the same issuer and client id. LDAP: the same scheme, host and port of
+ * `url`, and the same bind DN. Otherwise the secret must be sent again, so no one can send the stored
+ * secret to a server of their choosing.
+ */
+export const sameOidcDestination = (
+  before: Pick<OidcSettings, "issuer" | "client_id">,
+  after: Pick<OidcSettings, "issuer" | "client_id">
+) => before.issuer === after.issuer && before.client_id === after.client_id
+
+/** An LDAP URL's scheme, host and port (default ports written out); the text itself when it does not parse. */
+const ldapAddress = (url: string | undefined) => {
+  if (url === undefined) return undefined
+  const parsed = URL.parse(url)
+  if (parsed === null || parsed.hostname === "") return url
+  const scheme = parsed.protocol.toLowerCase()
+  const port = parsed.port !== "" ? parsed.port : scheme === "ldaps:" ? "636" : scheme === "ldap:" ? "389" : ""
+  return `${scheme}//${parsed.hostname.toLowerCase()}:${port}`
+}
+
+export const sameLdapDestination = (
+  before: Pick<LdapSettingsFields, "url" | "bind_dn">,
+  after: Pick<LdapSettingsFields, "url" | "bind_dn">
+) => ldapAddress(before.url) === ldapAddress(after.url) && before.bind_dn === after.bind_dn
 
 /** What is stored (and compared to tell a replaced connection): both connections, without secrets. */
 export const StoredSettings = Schema.Struct({

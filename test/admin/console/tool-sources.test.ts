@@ -158,7 +158,13 @@ describe.each(storeKinds)("console: tool sources (%s)", (kind) => {
           [{ revision: "2", definition: '{"id":"beta","url":"\\u0000"}' }, 400, "NUL"],
           [{ revision: "two", definition: changed }, 400, "revision:"],
           [{ revision: "2", definition: JSON.stringify({ ...JSON.parse(changed), timeouts: 5 }) }, 400, "timeouts"],
-          [{ revision: "2", definition: JSON.stringify({ ...JSON.parse(changed), id: "gamma" }) }, 400, "id:"]
+          [{ revision: "2", definition: JSON.stringify({ ...JSON.parse(changed), id: "gamma" }) }, 400, "id:"],
+          // The stored secret does not follow a changed url: the form must send it again.
+          [
+            { revision: "2", definition: JSON.stringify({ ...JSON.parse(changed), url: alpha.url }) },
+            400,
+            "/headers/x-api-key: url changed where this secret is sent, so the stored secret is not kept; send its value again"
+          ]
         ]
         for (const [form, status, message] of cases) {
           const answer = yield* pages.post("/console/backends/:id", { id: "beta" }, form)
