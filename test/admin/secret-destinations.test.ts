@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import { type ApiAnswer, adminToken, ifMatch, managementApi } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
 import { oauthGateway } from "../support/oauth-gateway.js"
+import { makeTestCa } from "../support/test-ca.js"
 import { backendServer } from "../support/tool-source-gateway.js"
 
 const SECRET = "stored-secret-value-0123456789"
@@ -238,8 +239,14 @@ describe.each(storeKinds)("Management API: a stored secret does not follow a cha
         expect(problem(answer)).toContain(message)
         expect(JSON.stringify(answer.body)).not.toContain(SECRET)
       }
-      const oidcMoved = "oidc.client_secret: the issuer or client id changed, so the stored secret is not kept"
-      const ldapMoved = "ldap.bind_password: the directory's address (url scheme, host or port) or bind DN changed"
+      const oidcMoved =
+        "oidc.client_secret: the issuer, client id or trusted CA changed, so the stored secret is not kept"
+      const ldapMoved =
+        "ldap.bind_password: the directory's address (url scheme, host or port), bind DN or trusted CA changed"
+      // A CA of someone's own: it could answer for the same address, so the secret does not follow it.
+      const ca = makeTestCa("someone else's CA")
+      const otherCa = ca.caPem
+      ca.remove()
       for (const [body, message] of [
         [{ oidc: { ...oidc, issuer: "https://evil.example.com" }, ldap }, oidcMoved],
         [{ oidc: { ...oidc, client_id: "other" }, ldap }, oidcMoved],
@@ -247,6 +254,8 @@ describe.each(storeKinds)("Management API: a stored secret does not follow a cha
         [{ oidc, ldap: { ...ldap, url: "ldaps://ldap.example.com:1636" } }, ldapMoved],
         [{ oidc, ldap: { ...ldap, url: "ldap://ldap.example.com" } }, ldapMoved],
         [{ oidc, ldap: { ...ldap, bind_dn: "cn=admin,dc=example,dc=com" } }, ldapMoved],
+        [{ oidc, ldap: { ...ldap, ca_pem: otherCa } }, ldapMoved],
+        [{ oidc: { ...oidc, ca_pem: otherCa }, ldap }, oidcMoved],
         [{ oidc, ldap: { enabled: false } }, ldapMoved]
       ] as const) {
         refused(yield* api.put(path, body, ifMatch(saved.body)), message)

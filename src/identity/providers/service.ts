@@ -118,14 +118,14 @@ export class IdentityProviders extends Effect.Service<IdentityProviders>()("gate
       before.oidcClientSecret !== undefined &&
       !sameOidcDestination(before.settings.oidc, body.oidc)
         ? [
-            "oidc.client_secret: the issuer or client id changed, so the stored secret is not kept; send the client secret again"
+            "oidc.client_secret: the issuer, client id or trusted CA changed, so the stored secret is not kept; send the client secret again"
           ]
         : []),
       ...(body.ldap.bind_password === undefined &&
       before.ldapBindPassword !== undefined &&
       !sameLdapDestination(before.settings.ldap, body.ldap)
         ? [
-            "ldap.bind_password: the directory's address (url scheme, host or port) or bind DN changed, so the stored password is not kept; send the bind password again"
+            "ldap.bind_password: the directory's address (url scheme, host or port), bind DN or trusted CA changed, so the stored password is not kept; send the bind password again"
           ]
         : [])
     ]

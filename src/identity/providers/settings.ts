@@ -78,9 +78,9 @@ export type LdapSettingsFields = typeof LdapSettingsFields.Type
  * secret to a server of their choosing.
  */
 export const sameOidcDestination = (
-  before: Pick<OidcSettings, "issuer" | "client_id">,
-  after: Pick<OidcSettings, "issuer" | "client_id">
-) => before.issuer === after.issuer && before.client_id === after.client_id
+  before: Pick<OidcSettings, "issuer" | "client_id" | "ca_pem">,
+  after: Pick<OidcSettings, "issuer" | "client_id" | "ca_pem">
+) => before.issuer === after.issuer && before.client_id === after.client_id && before.ca_pem === after.ca_pem
 
 /** An LDAP URL's scheme, host and port (default ports written out); the text itself when it does not parse. */
 const ldapAddress = (url: string | undefined) => {
@@ -92,10 +92,17 @@ const ldapAddress = (url: string | undefined) => {
   return `${scheme}//${parsed.hostname.toLowerCase()}:${port}`
 }
 
+/**
+ * The CA a connection trusts is part of where its secret goes: a new one lets whoever holds it (and
+ * the network path) answer for the same address.
+ */
 export const sameLdapDestination = (
-  before: Pick<LdapSettingsFields, "url" | "bind_dn">,
-  after: Pick<LdapSettingsFields, "url" | "bind_dn">
-) => ldapAddress(before.url) === ldapAddress(after.url) && before.bind_dn === after.bind_dn
+  before: Pick<LdapSettingsFields, "url" | "bind_dn" | "ca_pem">,
+  after: Pick<LdapSettingsFields, "url" | "bind_dn" | "ca_pem">
+) =>
+  ldapAddress(before.url) === ldapAddress(after.url) &&
+  before.bind_dn === after.bind_dn &&
+  before.ca_pem === after.ca_pem
 
 /** What is stored (and compared to tell a replaced connection): both connections, without secrets. */
 export const StoredSettings = Schema.Struct({
