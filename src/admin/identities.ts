@@ -26,6 +26,7 @@ export const refusalStatus: Record<RefusalCode, ApiStatus> = {
   builtin_administrator_required: 403,
   last_administrator: 409,
   name_taken: 409,
+  enrolment_pending: 409,
   precondition_failed: 412,
   stale_version: 409
 }
@@ -127,7 +128,7 @@ export const IdentitiesLive = HttpApiBuilder.group(ManagementApi, "identities", 
             }
             yield* writes
               .updateUser(actor, path.id, revision, {
-                enabled: update.enabled,
+                ...(update.enabled === undefined ? {} : { enabled: update.enabled }),
                 ...(update.groups === undefined ? {} : { groups: update.groups })
               })
               .pipe(Effect.catchTag("PolicyRefused", answerRefusal))

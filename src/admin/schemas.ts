@@ -83,7 +83,8 @@ const GroupIds = Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.max
 
 /** `PUT /api/v1/identities/{id}` for a user. */
 export const UserUpdateBody = Schema.Struct({
-  enabled: Schema.Boolean,
+  /** Omitted keeps the status (docs/management-api.md, "Users"). */
+  enabled: Schema.optional(Schema.Boolean),
   groups: Schema.optional(GroupIds),
   /** Only permission groups carry permissions: a non-empty value is refused (`group_permissions_required`). */
   permissions: Schema.optional(Schema.Unknown)

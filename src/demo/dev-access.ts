@@ -104,7 +104,6 @@ export const ensureDevelopmentAccess = (config: GatewayConfig) =>
       if (rows.some((row) => row.group_id === group)) continue
       const user = Option.getOrThrow(yield* users.findById(userId))
       yield* writes.updateUser(setup, userId, user.revision, {
-        enabled: user.status === "enabled",
         groups: [...rows.map((row) => row.group_id), group]
       })
     }

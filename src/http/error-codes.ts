@@ -50,6 +50,7 @@ export const errorCodes = [
   "not_applied",
   "builtin_administrator",
   "account_disabled",
+  "enrolment_pending",
   // Directory snapshots (PUT /sso/directory)
   "stale_version",
   "invalid_snapshot",

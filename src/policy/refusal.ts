@@ -13,6 +13,8 @@ export type RefusalCode =
   | "builtin_administrator_required"
   | "builtin_group"
   | "name_taken"
+  /** Enabling a local account that has not enrolled: only its enrolment link enables it (docs/local-accounts.md). */
+  | "enrolment_pending"
   /** A directory snapshot whose version does not exceed the last applied one (docs/directory.md). */
   | "stale_version"
 

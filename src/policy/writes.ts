@@ -2,8 +2,11 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, FiberRef, HashMap, Option } from "effect"
 import { securityEvent } from "../events/security-log.js"
 import { AuditEventRepo } from "../store/audit-events.js"
+import { BrowserSessionRepo } from "../store/browser-sessions.js"
 import { DirectoryRepo } from "../store/directory.js"
+import { EnrolmentLinkRepo } from "../store/enrolment-links.js"
 import { GroupRepo, type GroupRow, type OrganizationGroup } from "../store/groups.js"
+import { LocalCredentialRepo } from "../store/local-credentials.js"
 import { MembershipRepo, type MembershipSource } from "../store/memberships.js"
 import { PolicyVersionRepo } from "../store/policy-version.js"
 import { SessionRepo } from "../store/sessions.js"
@@ -13,6 +16,7 @@ import { commitPolicyChange } from "./commit.js"
 import { createEnterpriseUser, userCreatedFields } from "./enterprise-user.js"
 import { groupNameProblem } from "./group-name.js"
 import { keepingLocalAdministrator } from "./last-administrator.js"
+import { localAccountStatus } from "./local-account-status.js"
 import type { Permissions } from "./permissions.js"
 import { type PolicyRefused, refuse } from "./refusal.js"
 import { roleScopeNames } from "./roles.js"
@@ -25,7 +29,8 @@ export interface Actor {
 }
 
 export interface UserUpdate {
-  readonly enabled: boolean
+  /** Omitted keeps the status. A local account's follows its own rules (docs/local-accounts.md). */
+  readonly enabled?: boolean
   /** The complete membership list; omitted keeps it. Must retain every upstream-owned group. */
   readonly groups?: ReadonlyArray<string>
 }
@@ -96,6 +101,12 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
     const audit = yield* AuditEventRepo
     const sessions = yield* SessionRepo
     const directory = yield* DirectoryRepo
+    const localStatus = localAccountStatus({
+      links: yield* EnrolmentLinkRepo,
+      credentials: yield* LocalCredentialRepo,
+      sessions,
+      browserSessions: yield* BrowserSessionRepo
+    })
     const state = yield* AccessState
     const roleScopes = new Set(roleScopeNames(state.settings.roleScopes))
 
@@ -235,7 +246,7 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
           const directBefore = current.filter((row) => row.source === "direct").map((row) => row.group_id)
           let direct = directBefore
           if (update.groups !== undefined) direct = yield* directGroups(update.groups, upstream)
-          const status: UserStatus = update.enabled ? "enabled" : user.status === "pending" ? "pending" : "disabled"
+          const status = yield* nextStatus(user, update.enabled)
           const at = new Date(yield* Clock.currentTimeMillis)
           const { written, added, removed } = yield* keepingLocalAdministrator(
             Effect.gen(function* () {
@@ -244,7 +255,9 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
               return { written, ...(yield* memberships.replace(id, "direct", direct, at)) }
             })
           )
-          if (status === "disabled" && user.status !== "disabled") {
+          if (status === "disabled" && user.kind === "local") {
+            yield* localStatus.afterDisable(user, at)
+          } else if (status === "disabled" && user.status !== "disabled") {
             yield* sessions.revokeForUser(id, "user_disabled", at)
           }
           const detail = {
@@ -257,6 +270,26 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
         })
       )
     })
+
+    /**
+     * The status `enabled` asks for; omitted keeps it. A pending enterprise identity stays pending when
+     * not enabled. A local account follows LocalAccountAdmin's rules (src/policy/local-account-status.ts):
+     * disabling ends its link and every session; enabling one that has not enrolled is refused, since
+     * only its enrolment link enables it.
+     */
+    const nextStatus = (user: UserRow, enabled: boolean | undefined) =>
+      Effect.gen(function* () {
+        if (enabled === undefined) return user.status
+        if (user.kind !== "local") {
+          return enabled ? "enabled" : user.status === "pending" ? "pending" : ("disabled" as UserStatus)
+        }
+        if (!enabled) return "disabled"
+        if (user.status === "enabled" || (yield* localStatus.statusOnEnable(user)) === "enabled") return "enabled"
+        return yield* refuse(
+          "enrolment_pending",
+          `The local account "${user.username ?? user.id}" has not finished its enrolment: only its enrolment link enables it. Manage it through /api/v1/local-accounts/${user.id} (POST …/enable lets a disabled account wait for enrolment again; POST …/reset-password gives a new link); send no "enabled" to change only its groups.`
+        )
+      })
 
     /** The direct memberships a submitted list means: it must keep every upstream-owned group. */
     const directGroups = (submitted: ReadonlyArray<string>, upstream: ReadonlyArray<string>) =>

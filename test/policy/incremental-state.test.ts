@@ -13,7 +13,10 @@ import { AccessSettingsTag, AccessState, AccessStateLive } from "../../src/polic
 import { Permissions, type Role } from "../../src/policy/permissions.js"
 import { PolicyWrites } from "../../src/policy/writes.js"
 import { policyRepositories } from "../../src/runtime/base.js"
+import { BrowserSessionRepo } from "../../src/store/browser-sessions.js"
+import { EnrolmentLinkRepo } from "../../src/store/enrolment-links.js"
 import { GROUP_SLICE, GroupRepo } from "../../src/store/groups.js"
+import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { PolicyVersionRepo } from "../../src/store/policy-version.js"
 import { SessionCache } from "../../src/store/session-cache.js"
 import { SessionRepo } from "../../src/store/sessions.js"
@@ -25,7 +28,15 @@ const policyLayer = (kind: (typeof storeKinds)[number]) =>
   PolicyWrites.Default.pipe(
     Layer.provideMerge(AccessStateLive),
     Layer.provideMerge(policyRepositories),
-    Layer.provideMerge(Layer.mergeAll(UserRepo.Default, SessionRepo.Default)),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        UserRepo.Default,
+        SessionRepo.Default,
+        EnrolmentLinkRepo.Default,
+        LocalCredentialRepo.Default,
+        BrowserSessionRepo.Default
+      )
+    ),
     Layer.provideMerge(SessionCache.Default),
     Layer.provide(
       Layer.succeed(AccessSettingsTag, {

@@ -37,7 +37,6 @@ export const grantAccessTo = (userId: string, access: ReadonlyArray<AccessInput>
     const user = Option.getOrThrow(yield* (yield* UserRepo).findById(userId))
     const current = yield* (yield* MembershipRepo).forUser(userId)
     yield* (yield* PolicyWrites).updateUser(testActor, userId, user.revision, {
-      enabled: user.status === "enabled",
       groups: [...current.map((row) => row.group_id), groupId]
     })
     return groupId

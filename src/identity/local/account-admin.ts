@@ -7,6 +7,7 @@ import { securityEvent } from "../../events/security-log.js"
 import { AccessState } from "../../policy/access-state.js"
 import { commitPolicyChange } from "../../policy/commit.js"
 import { keepingLocalAdministrator } from "../../policy/last-administrator.js"
+import { localAccountStatus } from "../../policy/local-account-status.js"
 import type { Actor } from "../../policy/writes.js"
 import { AuditEventRepo } from "../../store/audit-events.js"
 import { BrowserSessionRepo } from "../../store/browser-sessions.js"
@@ -101,6 +102,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
     const audit = yield* AuditEventRepo
     const state = yield* AccessState
     const sealer = yield* Sealer
+    const accountStatus = localAccountStatus({ links, credentials, sessions, browserSessions })
 
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -268,14 +270,6 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
         return value
       })
 
-    /** Ends every session, refresh token and browser session of the person. */
-    const endSessions = (id: string, reason: "user_disabled" | "credentials_reset", at: Date) =>
-      Effect.gen(function* () {
-        const revoked = yield* sessions.revokeForUser(id, reason, at)
-        yield* browserSessions.revokeForUser(id, at)
-        return revoked
-      })
-
     const disable = Effect.fn("LocalAccountAdmin.disable")(function* (actor: Actor, id: string, expected: number) {
       yield* change(
         actor,
@@ -284,11 +278,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
         "identity.local_account_disabled",
         () => Effect.succeed<UserStatus>("disabled"),
         (user, at) =>
-          Effect.gen(function* () {
-            yield* links.remove(id)
-            const revoked = user.status === "disabled" ? 0 : yield* endSessions(id, "user_disabled", at)
-            return { detail: { sessions_revoked: revoked } }
-          })
+          Effect.map(accountStatus.afterDisable(user, at), (revoked) => ({ detail: { sessions_revoked: revoked } }))
       )
       return yield* show(id)
     })
@@ -300,8 +290,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
         expected,
         "identity.local_account_enabled",
         // An account that never finished its enrolment waits for it again (a reset gives a new link).
-        (user) =>
-          Effect.map(credentials.find(user.id), (found): UserStatus => (Option.isSome(found) ? "enabled" : "pending")),
+        accountStatus.statusOnEnable,
         () => Effect.succeed({ detail: {} })
       )
       return yield* show(id)
@@ -327,7 +316,7 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
             Effect.gen(function* () {
               yield* credentials.remove(id)
               const link = yield* issueLink(id)
-              const revoked = yield* endSessions(id, "credentials_reset", at)
+              const revoked = yield* accountStatus.endSessions(id, "credentials_reset", at)
               return {
                 ...link,
                 detail: { sessions_revoked: revoked, enrolment_expires_at: link.expiresAt.toISOString() }

@@ -19,6 +19,7 @@ import { Permissions } from "../../../src/policy/permissions.js"
 import { PolicyWrites } from "../../../src/policy/writes.js"
 import { AuditEventRepo } from "../../../src/store/audit-events.js"
 import { GroupRepo } from "../../../src/store/groups.js"
+import { LocalCredentialRepo } from "../../../src/store/local-credentials.js"
 import { MembershipRepo } from "../../../src/store/memberships.js"
 import { UserRepo } from "../../../src/store/users.js"
 import { builtinAdmin, consoleRequest, runConsoleRoute } from "../../support/console-request.js"
@@ -187,6 +188,12 @@ describe.each(storeKinds)("console: people (%s)", (kind) => {
         const gateway = yield* oauthGateway({ kind })
         const admin = yield* builtinAdmin(gateway)
         const alice = yield* addUser(gateway, "alice", HOSTILE)
+        // Enrolled (a password is set): a local account that never enrolled is enabled only by its link.
+        yield* inGateway(gateway)(
+          Effect.flatMap(LocalCredentialRepo, (credentials) =>
+            credentials.setPassword(alice, "not-a-real-hash", new Date(0))
+          )
+        )
         const readers = yield* addPermissionGroup(gateway, `Readers ${HOSTILE}`)
         const writers = yield* addPermissionGroup(gateway, "Writers")
         const show = route("GET", "/console/identities/:id")
@@ -242,6 +249,40 @@ describe.each(storeKinds)("console: people (%s)", (kind) => {
         expect(yield* userOf(gateway, alice)).toMatchObject({ status: "enabled", revision: 3 })
         const now = yield* inGateway(gateway)(Effect.flatMap(MembershipRepo, (rows) => rows.forUser(alice)))
         expect(now.map((row) => row.group_id)).toEqual([writers])
+      })
+  )
+
+  it.scoped(
+    "a local account waiting for enrolment has no Enabled box: the form changes its groups and keeps it waiting",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway({ kind })
+        const admin = yield* builtinAdmin(gateway)
+        const at = new Date(yield* Clock.currentTimeMillis)
+        const gina = yield* inGateway(gateway)(
+          Effect.flatMap(UserRepo, (users) =>
+            users.insertLocal({ kind: "local", username: "gina", displayName: "Gina", at, status: "pending" })
+          )
+        )
+        const readers = yield* addPermissionGroup(gateway, "Readers")
+        const show = route("GET", "/console/identities/:id")
+        const page = pageOf(yield* runConsoleRoute(gateway, show, consoleRequest(admin, { params: { id: gina } })))
+        expect(page).not.toContain('name="enabled"')
+        expect(page).toContain('<a href="/console/local-accounts">Local accounts</a>')
+
+        // Even a forged "enabled" is not taken: only the enrolment link enables the account.
+        const saved = yield* runConsoleRoute(
+          gateway,
+          route("POST", "/console/identities/:id"),
+          consoleRequest(admin, {
+            params: { id: gina },
+            form: form({ revision: "1", enabled: "on", add_group: readers })
+          })
+        )
+        expect(saved).toMatchObject({ _tag: "SeeOther" })
+        expect(yield* userOf(gateway, gina)).toMatchObject({ status: "pending", revision: 2 })
+        const memberships = yield* inGateway(gateway)(Effect.flatMap(MembershipRepo, (rows) => rows.forUser(gina)))
+        expect(memberships.map((row) => row.group_id)).toEqual([readers])
       })
   )
 

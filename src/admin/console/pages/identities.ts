@@ -121,6 +121,12 @@ ${next === undefined ? "" : html`<p><a href="/console/identities?${more.toString
 }
 
 /** The form of a person: enabled, and their direct groups (the upstream-owned ones are kept as they are). */
+/**
+ * A local account waiting for enrolment has no "Enabled" box: only its link enables it, and an unticked
+ * box would disable it (docs/local-accounts.md); the form then keeps its status and changes its groups.
+ */
+const waitsForEnrolment = (person: UserRecord) => person.kind === "local" && person.status === "pending"
+
 const personForm = (request: ConsoleRequest, person: UserRecord): Html => {
   const direct = person.groups.filter((group) => group.source === "direct")
   return html`<section aria-labelledby="change-heading">
@@ -128,7 +134,11 @@ const personForm = (request: ConsoleRequest, person: UserRecord): Html => {
 <form method="post" action="${personPath(person.id)}">
 ${request.csrfField}
 <input type="hidden" name="revision" value="${person.revision}">
-<label><input type="checkbox" name="enabled" value="on"${person.enabled ? html` checked` : ""}> Enabled (may sign in and use tools)</label>
+${
+  waitsForEnrolment(person)
+    ? html`<p>Waiting for enrolment: its enrolment link enables it. Disable it or give it a new link under <a href="/console/local-accounts">Local accounts</a>.</p>`
+    : html`<label><input type="checkbox" name="enabled" value="on"${person.enabled ? html` checked` : ""}> Enabled (may sign in and use tools)</label>`
+}
 <fieldset><legend>Direct groups (uncheck to remove)</legend>
 ${direct.length === 0 ? html`<p class="muted">None.</p>` : ""}${direct.map(
   (group) => html`<label><input type="checkbox" name="group" value="${group.id}" checked> ${group.name}</label>`
@@ -200,12 +210,12 @@ const personUpdate: ConsoleRoute = {
       const upstream = found.value.groups.filter((group) => group.source !== "direct").map((group) => group.id)
       const added = (form.get("add_group") ?? "").trim()
       const update = yield* decodeFields(UserUpdateBody, {
-        enabled: checked(form, "enabled"),
+        ...(waitsForEnrolment(found.value) ? {} : { enabled: checked(form, "enabled") }),
         groups: [...upstream, ...form.getAll("group"), ...(added === "" ? [] : [added])]
       })
       yield* (yield* PolicyWrites)
         .updateUser({ userId: request.admin.userId, kind: request.admin.kind }, id, revision, {
-          enabled: update.enabled,
+          ...(update.enabled === undefined ? {} : { enabled: update.enabled }),
           ...(update.groups === undefined ? {} : { groups: update.groups })
         })
         .pipe(Effect.catchTag("PolicyRefused", refusalProblem))
