@@ -5,9 +5,7 @@
  * printed.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort, newConfigKey, runGatewayCommand, startGateway } from "../support/gateway-process.js"
-import { Browser, exchange, obtainCode } from "../support/oauth-client.js"
-import { ADMIN_PASSWORD as password } from "../support/oauth-gateway.js"
+import { adminCliGateway } from "../support/admin-cli.js"
 
 const SECRET = "cli-secret-header-0123456789"
 const cleanup: Array<() => Promise<void>> = []
@@ -17,43 +15,9 @@ afterAll(async () => {
 
 describe("gateway admin backends / proposals", () => {
   it("creates, shows, updates, deletes a backend and lists proposals, with JSON out and exit codes", async () => {
-    const port = await freePort()
-    const adminPort = await freePort()
-    const adminUrl = `http://127.0.0.1:${adminPort}`
-    const env = { GATEWAY_CONFIG_KEY: newConfigKey() }
-    const gateway = await startGateway({
-      port,
-      env,
-      config: (dir) => `
-server: { listen: "127.0.0.1:${port}", public_url: "http://127.0.0.1:${port}/mcp" }
-auth:
-  issuer: "http://127.0.0.1:${port}/sso"
-  sso:
-    clients:
-      - { id: gateway-admin, redirect_uris: ["http://127.0.0.1/callback"], resources: ["${adminUrl}"] }
-storage: { type: sqlite, path: "${dir}/gateway.db" }
-admin: { listen: "127.0.0.1:${adminPort}" }
-`
-    })
+    const { gateway, run } = await adminCliGateway()
     cleanup.push(() => gateway.stop())
-    const config = ["--config", gateway.configFile]
-    expect(
-      (await runGatewayCommand(["init-admin", ...config, "--password-stdin"], { env, stdin: `${password}\n` })).code
-    ).toBe(0)
-    const obtained = await obtainCode(new Browser(gateway.baseUrl), {
-      clientId: "gateway-admin",
-      redirectUri: "http://127.0.0.1:50001/callback",
-      scope: "gateway:admin",
-      resource: adminUrl,
-      totp: {},
-      nowMs: Date.now()
-    })
-    const token = String((await exchange(gateway.baseUrl, obtained)).body["access_token"])
-    const admin = (args: ReadonlyArray<string>, stdin?: string) =>
-      runGatewayCommand(["admin", ...args, ...config], {
-        env: { ...env, GATEWAY_ADMIN_TOKEN: token },
-        ...(stdin === undefined ? {} : { stdin })
-      })
+    const admin = (args: ReadonlyArray<string>, stdin?: string) => run(["admin", ...args], stdin)
 
     const empty = await admin(["backends", "list"])
     expect([empty.code, JSON.parse(empty.stdout)]).toEqual([0, { managed: false, items: [] }])

@@ -5,10 +5,8 @@
  * resets answer JSON with the exit codes scripts test.
  */
 import { afterAll, describe, expect, it } from "vitest"
+import { adminCliGateway } from "../support/admin-cli.js"
 import { enrolThroughLink } from "../support/enrolment.js"
-import { freePort, newConfigKey, runGatewayCommand, startGateway } from "../support/gateway-process.js"
-import { Browser, exchange, obtainCode } from "../support/oauth-client.js"
-import { ADMIN_PASSWORD as password } from "../support/oauth-gateway.js"
 
 const cleanup: Array<() => Promise<void>> = []
 afterAll(async () => {
@@ -17,40 +15,9 @@ afterAll(async () => {
 
 describe("gateway admin users", () => {
   it("creates an account with its link, lists, shows, disables, enables and resets it, with JSON out and exit codes", async () => {
-    const port = await freePort()
-    const adminPort = await freePort()
-    const adminUrl = `http://127.0.0.1:${adminPort}`
-    const env = { GATEWAY_CONFIG_KEY: newConfigKey() }
-    const gateway = await startGateway({
-      port,
-      env,
-      config: (dir) => `
-server: { listen: "127.0.0.1:${port}", public_url: "http://127.0.0.1:${port}/mcp" }
-auth:
-  issuer: "http://127.0.0.1:${port}/sso"
-  sso:
-    clients:
-      - { id: gateway-admin, redirect_uris: ["http://127.0.0.1/callback"], resources: ["${adminUrl}"] }
-storage: { type: sqlite, path: "${dir}/gateway.db" }
-admin: { listen: "127.0.0.1:${adminPort}" }
-`
-    })
+    const { gateway, run } = await adminCliGateway()
     cleanup.push(() => gateway.stop())
-    const config = ["--config", gateway.configFile]
-    expect(
-      (await runGatewayCommand(["init-admin", ...config, "--password-stdin"], { env, stdin: `${password}\n` })).code
-    ).toBe(0)
-    const obtained = await obtainCode(new Browser(gateway.baseUrl), {
-      clientId: "gateway-admin",
-      redirectUri: "http://127.0.0.1:50001/callback",
-      scope: "gateway:admin",
-      resource: adminUrl,
-      totp: {},
-      nowMs: Date.now()
-    })
-    const token = String((await exchange(gateway.baseUrl, obtained)).body["access_token"])
-    const admin = (args: ReadonlyArray<string>) =>
-      runGatewayCommand(["admin", "users", ...args, ...config], { env: { ...env, GATEWAY_ADMIN_TOKEN: token } })
+    const admin = (args: ReadonlyArray<string>) => run(["admin", "users", ...args])
 
     const created = await admin(["create", "ivy", "--display-name", "Ivy Green"])
     expect(created.code, created.stderr).toBe(0)
