@@ -28,10 +28,23 @@ export const backendPrefixesUnique = rule("backendPrefixesUnique", ["backends"],
   })
 })
 
-/** Backends get bearer tokens and user requests: plain http only when the YAML says so explicitly. */
+/**
+ * Backends get bearer tokens and user requests: plain http only when the YAML says so explicitly. A
+ * user name or password in the URL would be shown wherever the URL is (logs, the console, diffs):
+ * secrets go in `headers` or `credentials`, which are sealed and shown only as configured.
+ */
 export const backendUrlsSecure = rule("backendUrlsSecure", ["backends"], ({ backends }) =>
   backends.flatMap((backend, index): ReadonlyArray<ConfigProblem> => {
-    const protocol = URL.parse(backend.url)?.protocol
+    const url = URL.parse(backend.url)
+    if (url !== null && (url.username !== "" || url.password !== "")) {
+      return [
+        problem(
+          `backends[${index}].url`,
+          "must not contain a user name or password: put the secret in headers or credentials"
+        )
+      ]
+    }
+    const protocol = url?.protocol
     if (protocol === "https:" || (protocol === "http:" && backend.allow_insecure_http)) return []
     const message =
       protocol === "http:" ? "must use https (set allow_insecure_http: true to allow plain http)" : "must use https"

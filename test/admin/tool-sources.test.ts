@@ -153,6 +153,13 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       })
       expect(insecure.status).toBe(400)
       expect(problem(insecure)).toContain("must use https")
+      // A password in the URL would be shown wherever the URL is: refused, and not echoed back.
+      const userinfo = yield* api.post("/api/v1/backends", {
+        ...backendBody("b1", alpha.url.replace("http://", "http://svc:url-password@"))
+      })
+      expect(userinfo.status).toBe(400)
+      expect(problem(userinfo)).toContain("must not contain a user name or password")
+      expect(JSON.stringify(userinfo.body)).not.toContain("url-password")
       const huge = yield* api.post("/api/v1/backends", {
         ...backendBody("b1", alpha.url),
         pad: "x".repeat(1024 * 1024)

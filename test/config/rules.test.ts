@@ -480,6 +480,9 @@ describe("cross-field rules (docs/configuration.md)", () => {
         backends: [backend({ url: "ws://a.example.com/mcp", allow_insecure_http: true })]
       })
     ).toEqual(["backends[0].url: must use https"])
+    expect(
+      run(backends.backendUrlsSecure, { backends: [backend({ url: "https://svc:pw@a.example.com/mcp" })] })
+    ).toEqual(["backends[0].url: must not contain a user name or password: put the secret in headers or credentials"])
   })
 
   it("backend OAuth issuers use https; credentials and oauth are exclusive; timeouts are positive", () => {
