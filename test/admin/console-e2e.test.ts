@@ -8,12 +8,11 @@
  * refusals on that very page: a post without the CSRF token and one from a foreign origin (403 pages,
  * nothing changed), and a form made stale by another tab (412 page, nothing overwritten).
  */
-import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
-import { launchChromium, watchedBrowsers } from "../support/browser.js"
+import { callbackServer, launchChromium, watchedBrowsers } from "../support/browser.js"
 import { consoleSignIn, csrfOf, remoteConsole } from "../support/console.js"
 import { storeKinds } from "../support/databases.js"
 import { LogCapture } from "../support/logs.js"
@@ -24,26 +23,6 @@ import { backendServer } from "../support/tool-source-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 const PASSWORD = "lena's own long password"
-
-/** The person's MCP client's loopback redirect target. */
-const callbackServer = Effect.acquireRelease(
-  promise(
-    () =>
-      new Promise<{ port: number; close: () => void }>((done) => {
-        const server = createServer((_request, response) => {
-          response.writeHead(200, { "content-type": "text/html" }).end("<title>signed in</title><p>done</p>")
-        })
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          done({
-            port: typeof address === "object" && address !== null ? address.port : 0,
-            close: () => server.close()
-          })
-        })
-      })
-  ),
-  (server) => Effect.sync(server.close)
-)
 
 /** Clicks the submit button named `label` and waits for the page it leads to. */
 const submit = async (page: Page, label: string) => {

@@ -3,36 +3,15 @@
  * Debian Chromium driven by playwright-core — signs in as the local administrator through the actual pages,
  * enrolling TOTP the first time and using it the second, under the pages' real CSP.
  */
-import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { renderSVG } from "uqr"
 import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
-import { launchChromium } from "../support/browser.js"
+import { callbackServer, launchChromium } from "../support/browser.js"
 import { codeFlowPath, exchange } from "../support/oauth-client.js"
 import { ADMIN_PASSWORD, oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
-
-/** The client's loopback redirect target: records each callback URL and answers a small page. */
-const callbackServer = Effect.acquireRelease(
-  promise(
-    () =>
-      new Promise<{ port: number; received: Array<URL>; close: () => void }>((done) => {
-        const received: Array<URL> = []
-        const server = createServer((request, response) => {
-          received.push(new URL(request.url ?? "/", "http://127.0.0.1"))
-          response.writeHead(200, { "content-type": "text/html" }).end("<title>signed in</title><p>done</p>")
-        })
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          const port = typeof address === "object" && address !== null ? address.port : 0
-          done({ port, received, close: () => server.close() })
-        })
-      })
-  ),
-  (server) => Effect.sync(server.close)
-)
 
 describe("a real browser signs in as the local administrator", () => {
   it.scopedLive("Chromium: password, TOTP enrollment, code at the client; then password and TOTP again", () =>

@@ -4,37 +4,16 @@
  * secret, confirming a code, under the /sso pages' CSP; the link then refuses a second use; the person
  * signs in through /sso with password and code and the client gets a token.
  */
-import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { base32Decode, totpAt } from "../../src/identity/local/totp.js"
 import { adminToken, managementApi } from "../support/admin-api.js"
-import { launchChromium, watchedBrowsers } from "../support/browser.js"
+import { callbackServer, launchChromium, watchedBrowsers } from "../support/browser.js"
 import { codeFlowPath, exchange } from "../support/oauth-client.js"
 import { oauthGateway } from "../support/oauth-gateway.js"
 
 const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 const PASSWORD = "a person's own long password"
-
-/** The client's loopback redirect target. */
-const callbackServer = Effect.acquireRelease(
-  promise(
-    () =>
-      new Promise<{ port: number; close: () => void }>((done) => {
-        const server = createServer((_request, response) => {
-          response.writeHead(200, { "content-type": "text/html" }).end("<title>signed in</title><p>done</p>")
-        })
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          done({
-            port: typeof address === "object" && address !== null ? address.port : 0,
-            close: () => server.close()
-          })
-        })
-      })
-  ),
-  (server) => Effect.sync(server.close)
-)
 
 describe("a person enrols through their link in a real browser", () => {
   it.scopedLive(

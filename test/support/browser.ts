@@ -1,3 +1,5 @@
+import { createServer } from "node:http"
+import { Effect } from "effect"
 import { type Browser, chromium } from "playwright-core"
 // Debian's Chromium (`apt-get install -y chromium`; `.ci/run` installs it), where `npm test` looks first.
 import { CHROMIUM_PATH } from "../../scripts/test-prerequisites.mjs"
@@ -47,3 +49,26 @@ export const watchedBrowsers = (chromium: Browser) => {
   }
   return { problems, open }
 }
+
+/**
+ * A client's loopback redirect target for browser sign-ins: records each callback URL and answers a
+ * small page; closed with the calling scope.
+ */
+export const callbackServer = Effect.acquireRelease(
+  Effect.promise(
+    () =>
+      new Promise<{ port: number; received: Array<URL>; close: () => void }>((done) => {
+        const received: Array<URL> = []
+        const server = createServer((request, response) => {
+          received.push(new URL(request.url ?? "/", "http://127.0.0.1"))
+          response.writeHead(200, { "content-type": "text/html" }).end("<title>signed in</title><p>done</p>")
+        })
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          const port = typeof address === "object" && address !== null ? address.port : 0
+          done({ port, received, close: () => server.close() })
+        })
+      })
+  ),
+  (server) => Effect.sync(server.close)
+)
