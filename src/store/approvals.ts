@@ -162,6 +162,30 @@ const LIST_COLUMNS = [
 ].join(", ")
 const Tombstone = Schema.Struct({ state: Schema.String })
 
+/** The stored row of a new approval, pending at revision 1: what `ApprovalRepo.create` inserts. */
+export const pendingApprovalRow = (approval: NewApproval) => ({
+  id: approval.id,
+  operation_key: approval.operationKey ?? null,
+  issuer: approval.issuer,
+  subject: approval.subject,
+  requester_id: approval.requesterId,
+  client_id: approval.clientId ?? null,
+  backend: approval.backend,
+  tool: approval.tool,
+  exposed_name: approval.exposedName,
+  source_hash: approval.sourceHash,
+  intent_sealed: approval.intentSealed,
+  intent_hash: approval.intentHash,
+  required_approvals: approval.requiredApprovals,
+  require_step_up: toStoredBoolean(approval.requireStepUp),
+  approvers: JSON.stringify(approval.approvers),
+  risk: approval.risk,
+  state: "pending",
+  created_at: toStoredTimestamp(approval.createdAt),
+  expires_at: toStoredTimestamp(approval.expiresAt),
+  revision: 1
+})
+
 /**
  * Persistence of write approvals (`approvals`, `approval_votes`, `approval_tombstones`). Every change of
  * state is one conditional UPDATE on the state it expects, which SQLite and PostgreSQL both apply
@@ -236,28 +260,9 @@ export class ApprovalRepo extends Effect.Service<ApprovalRepo>()("gateway/Approv
             AND subject = ${approval.subject} AND state IN ${sql.in(activeStates)}`
         )
         if (active >= limit) return { _tag: "TooMany", active } satisfies Created as Created
-        const rows = yield* sql`INSERT INTO approvals ${sql.insert({
-          id: approval.id,
-          operation_key: key ?? null,
-          issuer: approval.issuer,
-          subject: approval.subject,
-          requester_id: approval.requesterId,
-          client_id: approval.clientId ?? null,
-          backend: approval.backend,
-          tool: approval.tool,
-          exposed_name: approval.exposedName,
-          source_hash: approval.sourceHash,
-          intent_sealed: approval.intentSealed,
-          intent_hash: approval.intentHash,
-          required_approvals: approval.requiredApprovals,
-          require_step_up: toStoredBoolean(approval.requireStepUp),
-          approvers: JSON.stringify(approval.approvers),
-          risk: approval.risk,
-          state: "pending",
-          created_at: toStoredTimestamp(approval.createdAt),
-          expires_at: toStoredTimestamp(approval.expiresAt),
-          revision: 1
-        })} RETURNING *`.pipe(Effect.flatMap(decodeRows))
+        const rows = yield* sql`INSERT INTO approvals ${sql.insert(pendingApprovalRow(approval))} RETURNING *`.pipe(
+          Effect.flatMap(decodeRows)
+        )
         const requested: EventFacts = { action: "requested", actor: approval.requesterId }
         yield* appendApprovalEvents(sql, [{ row: rows[0]!, facts: requested }], approval.createdAt)
         return { _tag: "Created", row: rows[0]! } satisfies Created as Created

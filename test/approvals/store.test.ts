@@ -16,11 +16,10 @@ import {
   ApprovalState,
   type Created,
   type NewApproval,
-  type NewVote
+  type NewVote,
+  pendingApprovalRow
 } from "../../src/store/approvals.js"
-import { toStoredBoolean } from "../../src/store/columns.js"
 import { backfillRequesterIds } from "../../src/store/migrations/0019_directory_reset_and_requester.js"
-import { toStoredTimestamp } from "../../src/store/timestamp.js"
 import { UserRepo } from "../../src/store/users.js"
 import {
   approvalIn,
@@ -108,28 +107,7 @@ const insertPending = (approvals: ReadonlyArray<NewApproval>) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     for (let start = 0; start < approvals.length; start += 500) {
-      const rows = approvals.slice(start, start + 500).map((approval) => ({
-        id: approval.id,
-        operation_key: approval.operationKey ?? null,
-        issuer: approval.issuer,
-        subject: approval.subject,
-        requester_id: approval.requesterId,
-        client_id: approval.clientId ?? null,
-        backend: approval.backend,
-        tool: approval.tool,
-        exposed_name: approval.exposedName,
-        source_hash: approval.sourceHash,
-        intent_sealed: approval.intentSealed,
-        intent_hash: approval.intentHash,
-        required_approvals: approval.requiredApprovals,
-        require_step_up: toStoredBoolean(approval.requireStepUp),
-        approvers: JSON.stringify(approval.approvers),
-        risk: approval.risk,
-        state: "pending",
-        created_at: toStoredTimestamp(approval.createdAt),
-        expires_at: toStoredTimestamp(approval.expiresAt),
-        revision: 1
-      }))
+      const rows = approvals.slice(start, start + 500).map(pendingApprovalRow)
       yield* sql`INSERT INTO approvals ${sql.insert(rows)}`
     }
   })
