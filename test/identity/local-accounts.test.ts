@@ -173,6 +173,21 @@ describe.each(storeKinds)("LocalAccountAdmin and the last local administrator (%
   )
 })
 
+/** The built-in administrator, allowed the ops tools, requests a write that needs approval. */
+const adminRequestsWrite = async (gateway: Awaited<ReturnType<typeof startApprovalGateway>>) => {
+  const adminId = await gateway.run(
+    Effect.gen(function* () {
+      yield* initAdmin({ reset: false, resetPassword: true, resetMfa: false, password: PASSWORD })
+      const admin = Option.getOrThrow(yield* (yield* UserRepo).findBuiltinAdmin)
+      yield* grantAccessTo(admin.id, opsAccess)
+      return admin.id
+    })
+  )
+  const adminToken = await gateway.token({ subject: adminId })
+  const answer = await deploy(gateway, adminToken, { operation_id: `op-${Date.now()}`, environment: "dev" })
+  return { adminId, adminToken, approvalId: approvalIdOf(answer) }
+}
+
 describe("a local account as an approver", () => {
   let ops: OpsBackend
   beforeAll(async () => {
@@ -185,17 +200,7 @@ describe("a local account as an approver", () => {
   it("approves, as local:<username>, a write the built-in administrator requested", async () => {
     const gateway = await startApprovalGateway(ops, { approvers: [{ subjects: ["local:rita"] }] })
     try {
-      const adminId = await gateway.run(
-        Effect.gen(function* () {
-          yield* initAdmin({ reset: false, resetPassword: true, resetMfa: false, password: PASSWORD })
-          const admin = Option.getOrThrow(yield* (yield* UserRepo).findBuiltinAdmin)
-          yield* grantAccessTo(admin.id, opsAccess)
-          return admin.id
-        })
-      )
-      const adminToken = await gateway.token({ subject: adminId })
-      const answer = await deploy(gateway, adminToken, { operation_id: `op-${Date.now()}`, environment: "dev" })
-      const approvalId = approvalIdOf(answer)
+      const { adminId, adminToken, approvalId } = await adminRequestsWrite(gateway)
       const rita = await gateway.run(
         Effect.gen(function* () {
           const id = yield* createAndEnrol("rita")
@@ -217,18 +222,7 @@ describe("a local account as an approver", () => {
   it("refuses the approval of an account whose enrolment link the requester handed out; an account someone else set up approves", async () => {
     const gateway = await startApprovalGateway(ops, { approvers: [] })
     try {
-      const adminId = await gateway.run(
-        Effect.gen(function* () {
-          yield* initAdmin({ reset: false, resetPassword: true, resetMfa: false, password: PASSWORD })
-          const admin = Option.getOrThrow(yield* (yield* UserRepo).findBuiltinAdmin)
-          yield* grantAccessTo(admin.id, opsAccess)
-          return admin.id
-        })
-      )
-      const adminToken = await gateway.token({ subject: adminId })
-      const approvalId = approvalIdOf(
-        await deploy(gateway, adminToken, { operation_id: `op-${Date.now()}`, environment: "dev" })
-      )
+      const { adminId, adminToken, approvalId } = await adminRequestsWrite(gateway)
       // The requester creates an approver and holds its link: that approver's vote is not independent.
       const minted = await gateway.run(
         Effect.gen(function* () {
