@@ -5,6 +5,7 @@ import { noPermissions } from "../../../policy/permissions.js"
 import { PolicyWrites } from "../../../policy/writes.js"
 import { GroupRepo } from "../../../store/groups.js"
 import { MembershipRepo } from "../../../store/memberships.js"
+import { hasControlCharacter } from "../../../text.js"
 import { groupRecordOf } from "../../identity-reads.js"
 import { groupRecord } from "../../records.js"
 import { GroupCreateBody, type GroupRecord, GroupUpdateBody } from "../../schemas.js"
@@ -36,8 +37,7 @@ const cursorOf = (request: ConsoleRequest) =>
   Effect.gen(function* () {
     const values = request.query.getAll("cursor")
     const cursor = values[0] ?? ""
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses
-    if (values.length > 1 || cursor.length > 128 || /[\u0000-\u001f\u007f]/.test(cursor)) {
+    if (values.length > 1 || cursor.length > 128 || hasControlCharacter(cursor)) {
       return yield* new ConsoleProblem({ status: 400, message: "cursor: give the one the previous page linked" })
     }
     return cursor

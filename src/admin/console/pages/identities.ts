@@ -3,6 +3,7 @@ import { type Html, html } from "../../../auth/pages/html.js"
 import { PolicyWrites } from "../../../policy/writes.js"
 import { MembershipRepo } from "../../../store/memberships.js"
 import { UserRepo, type UserRow } from "../../../store/users.js"
+import { hasControlCharacter } from "../../../text.js"
 import { effectiveAccessOf, userRecordOf } from "../../identity-reads.js"
 import { type UserRecord, UserUpdateBody } from "../../schemas.js"
 import { ConsoleProblem, type ConsoleRequest, type ConsoleRoute } from "../route.js"
@@ -40,8 +41,7 @@ const queryValue = (request: ConsoleRequest, name: string, max: number) =>
     const values = request.query.getAll(name)
     if (values.length > 1) return yield* new ConsoleProblem({ status: 400, message: `${name}: give it once` })
     const value = values[0] ?? ""
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses
-    if (value.length > max || /[\u0000-\u001f\u007f]/.test(value)) {
+    if (value.length > max || hasControlCharacter(value)) {
       return yield* new ConsoleProblem({
         status: 400,
         message: `${name}: at most ${max} characters, without control characters`
