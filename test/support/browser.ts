@@ -29,6 +29,13 @@ export interface PageProblems {
 }
 
 /**
+ * How long one browser step (a navigation, a click, a wait) may take: well under a test's timeout, so a
+ * step that hangs fails naming itself ("page.waitForURL: Timeout 20000ms exceeded") instead of the
+ * test timing out without saying where.
+ */
+export const STEP_TIMEOUT_MS = 20_000
+
+/**
  * Fresh browsers (each its own cookies) with one page, every one watched for CSP violations, dialogs
  * and script errors, which collect in `problems` for the test to assert empty.
  */
@@ -36,6 +43,7 @@ export const watchedBrowsers = (chromium: Browser) => {
   const problems: PageProblems = { csp: [], dialogs: [], errors: [] }
   const open = async () => {
     const context = await chromium.newContext()
+    context.setDefaultTimeout(STEP_TIMEOUT_MS)
     const page = await context.newPage()
     page.on("console", (message) => {
       if (message.text().includes("Content Security Policy")) problems.csp.push(message.text())

@@ -175,11 +175,22 @@ export const startGateway = async (options: {
 
 /**
  * A port for a listener a test configures (`server.listen` is static configuration, so the test must
- * name it before the gateway binds). Picked at random below the kernel's ephemeral range (32768+ on
- * Linux) and checked free: a port the kernel hands out itself (`listen(0)`) could be handed again to any
+ * name it before the gateway binds). Picked below the kernel's ephemeral range (32768+ on Linux) and
+ * checked free: a port the kernel hands out itself (`listen(0)`) could be handed again to any
  * outgoing connection — a backend call, a database client — before the gateway binds it. In-process
  * gateways avoid the question: they bind port 0 first and read the port back (test/support/mcp-gateway.ts).
+ *
+ * Checked free is not yet bound, so two callers must never be handed the same port in that gap: each
+ * vitest worker draws from a band of its own (`VITEST_POOL_ID`, 1-based) and walks it in order, so a
+ * worker hands a port out again only after every other port of its band (a test that bound one may not
+ * have closed it yet). CI once saw "address in use" when two workers drew the same random number.
  */
+const BANDS = 4
+const BAND_WIDTH = 3_000
+const pool = Number(process.env["VITEST_POOL_ID"] ?? "1")
+const band = 20_000 + (((Number.isSafeInteger(pool) && pool > 0 ? pool : 1) - 1) % BANDS) * BAND_WIDTH
+let cursor = Math.floor(Math.random() * BAND_WIDTH)
+
 export const freePort = async (): Promise<number> => {
   const { createServer } = await import("node:net")
   const tryPort = (port: number) =>
@@ -188,9 +199,9 @@ export const freePort = async (): Promise<number> => {
       server.once("error", () => done(false))
       server.listen(port, "127.0.0.1", () => server.close(() => done(true)))
     })
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
-    if (await tryPort(port)) return port
+  for (let attempt = 0; attempt < 200; attempt++) {
+    cursor = (cursor + 1) % BAND_WIDTH
+    if (await tryPort(band + cursor)) return band + cursor
   }
-  throw new Error("no free port found between 20000 and 32000")
+  throw new Error(`no free port found between ${band} and ${band + BAND_WIDTH}`)
 }

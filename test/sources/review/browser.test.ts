@@ -153,5 +153,7 @@ describe("a real browser (Chromium + playwright-core) reviewing a configuration 
 
     for (const each of [own, second]) await each.context.close()
     expect(browsers.problems).toEqual({ csp: [], dialogs: [], errors: [] })
-  })
+    // Two real sign-ins (password hashing, TOTP enrolment) in Chromium beside another test worker on
+    // two cores: a step that hangs still fails after STEP_TIMEOUT_MS, naming itself.
+  }, 60_000)
 })
