@@ -7,11 +7,13 @@
 import { spawn } from "node:child_process"
 import { join, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
+import { freePort } from "../support/gateway-process.js"
 
 const root = resolve(import.meta.dirname, "../..")
 
-const probe = (level: string, requests: number) =>
-  new Promise<{ before: number; after: number; log: ReadonlyArray<Record<string, unknown>> }>((done, fail) => {
+const probe = async (level: string, requests: number) => {
+  const ports = [await freePort(), await freePort()]
+  return new Promise<{ before: number; after: number; log: ReadonlyArray<Record<string, unknown>> }>((done, fail) => {
     const child = spawn(
       process.execPath,
       [
@@ -20,7 +22,8 @@ const probe = (level: string, requests: number) =>
         join(root, "node_modules/tsx/dist/loader.mjs"),
         join(root, "test/support/heap-probe.ts"),
         level,
-        String(requests)
+        String(requests),
+        ...ports.map(String)
       ],
       { cwd: root, stdio: ["ignore", "pipe", "pipe"] }
     )
@@ -42,6 +45,7 @@ const probe = (level: string, requests: number) =>
       done({ before, after, log })
     })
   })
+}
 
 describe("log_level: debug under load", () => {
   it("20,000 requests (readyz, 404, /mcp without a token) keep the retained heap flat and log one line each with a request id", async () => {

@@ -201,7 +201,9 @@ export const freePort = async (): Promise<number> => {
     })
   for (let attempt = 0; attempt < 200; attempt++) {
     cursor = (cursor + 1) % BAND_WIDTH
-    if (await tryPort(band + cursor)) return band + cursor
+    // Read before the await: concurrent callers move the cursor meanwhile.
+    const port = band + cursor
+    if (await tryPort(port)) return port
   }
   throw new Error(`no free port found between ${band} and ${band + BAND_WIDTH}`)
 }

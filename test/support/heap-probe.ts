@@ -5,7 +5,8 @@
  * JSON line `{ "before": bytes, "after": bytes, "requests": n }` on stdout; the gateway's log goes to
  * stderr as usual. A spawned gateway cannot be asked for its heap, hence this in-process probe.
  *
- * Usage: node --expose-gc --import tsx test/support/heap-probe.ts <log_level> <requests>
+ * Usage: node --expose-gc --import tsx test/support/heap-probe.ts <log_level> <requests> <port> <admin port>
+ * (the ports from the test's `freePort`, which keeps them apart from every other test's).
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
@@ -15,20 +16,23 @@ import autocannon from "autocannon"
 import { Effect } from "effect"
 import { runServe } from "../../src/cli/serve.js"
 
-const [level = "debug", amountText = "50000"] = process.argv.slice(2)
+const [level = "debug", amountText = "50000", portText = "", adminPortText = ""] = process.argv.slice(2)
 const amount = Number(amountText)
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) throw new Error("run with node --expose-gc")
 
 const dir = mkdtempSync(join(tmpdir(), "heap-probe-"))
-const port = 20_000 + Math.floor(Math.random() * 10_000)
+const port = Number(portText)
+const adminPort = Number(adminPortText)
+if (!Number.isSafeInteger(port) || !Number.isSafeInteger(adminPort) || port <= 0 || adminPort <= 0)
+  throw new Error("usage: heap-probe.ts <log_level> <requests> <port> <admin port>")
 const file = join(dir, "gateway.yaml")
 writeFileSync(
   file,
   `server: { listen: "127.0.0.1:${port}", public_url: "http://127.0.0.1:${port}/mcp" }
 auth: { issuer: "http://127.0.0.1:${port}/sso" }
 storage: { type: sqlite, path: "${dir}/gateway.db" }
-admin: { listen: "127.0.0.1:${port + 1}" }
+admin: { listen: "127.0.0.1:${adminPort}" }
 backends: []
 log_level: ${level}
 `

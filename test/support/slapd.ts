@@ -9,13 +9,14 @@ import {
   rmSync,
   writeFileSync
 } from "node:fs"
-import { type AddressInfo, connect, createServer } from "node:net"
+import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redacted } from "effect"
 import { Client, type Entry } from "ldapts"
 import { missingSlapd, SLAPADD_PATH, SLAPD_PATH } from "../../scripts/test-prerequisites.mjs"
 import type { LdapSettings } from "../../src/identity/ldap/settings.js"
+import { freePort } from "./gateway-process.js"
 
 /**
  * A real OpenLDAP server for the LDAP sign-in tests, started as a child process in a temp directory on
@@ -263,16 +264,6 @@ export interface Slapd {
   search(base: string, filter: string, attributes: Array<string>): Promise<ReadonlyArray<Entry>>
   stop(): Promise<void>
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const accepting = (port: number) =>
   new Promise<boolean>((resolve) => {
