@@ -1,6 +1,7 @@
 /**
  * Console sessions (docs/console.md, "Sessions"): idle and absolute lifetimes on the TestClock, single
- * use and expiry of a sign-in in progress, cookies that are not the service's format.
+ * use and expiry of a sign-in in progress, cookies that are not the service's format, and sign-ins held
+ * in their sealed cookies, so that a flood of anonymous ones pushes out nobody's.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, TestClock } from "effect"
@@ -51,6 +52,54 @@ describe("ConsoleSessions", () => {
       yield* TestClock.adjust(Duration.millis(SIGN_IN_TTL_MS))
       expect(yield* sessions.takeSignIn(late.cookie)).toBeUndefined()
       expect(yield* sessions.takeSignIn("not-a-cookie")).toBeUndefined()
+    }).pipe(Effect.provide(ConsoleSessions.Default))
+  )
+
+  it.effect(
+    "a sign-in lives in its sealed cookie: 20,000 anonymous starts push out no one's, and an altered or foreign cookie opens nothing",
+    () =>
+      Effect.gen(function* () {
+        const sessions = yield* ConsoleSessions
+        const mine = yield* sessions.startSignIn("/console/groups")
+        // Before, the 10,001st anonymous GET /console pushed out the oldest sign-in in progress.
+        for (let n = 0; n < 20_000; n++) yield* sessions.startSignIn("/console")
+        const taken = yield* sessions.takeSignIn(mine.cookie)
+        expect(taken).toEqual(mine.pending)
+        // The cookie says nothing readable: not the state, the verifier or the return path.
+        for (const part of [mine.pending.state, mine.pending.verifier, "groups"])
+          expect(mine.cookie).not.toContain(part)
+
+        const other = yield* sessions.startSignIn("/console/audit")
+        const [version, nonce, body] = other.cookie.split(".") as [string, string, string]
+        const flipped = `${body.slice(0, 10)}${body[10] === "A" ? "B" : "A"}${body.slice(11)}`
+        expect(yield* sessions.takeSignIn(`${version}.${nonce}.${flipped}`)).toBeUndefined()
+        expect(yield* sessions.takeSignIn(`${other.cookie}x`)).toBeUndefined()
+        expect(yield* sessions.takeSignIn("x".repeat(5000))).toBeUndefined()
+        expect(yield* sessions.takeSignIn("v1.a b.c")).toBeUndefined()
+        // The alterations took nothing: the real cookie still works, once.
+        expect(yield* sessions.takeSignIn(other.cookie)).toMatchObject({ returnTo: "/console/audit" })
+        expect(yield* sessions.takeSignIn(other.cookie)).toBeUndefined()
+
+        // Another process's key (a restart): the cookie no longer opens.
+        const restarted = yield* Effect.provide(ConsoleSessions, ConsoleSessions.Default)
+        const before = yield* sessions.startSignIn("/console")
+        expect(yield* restarted.takeSignIn(before.cookie)).toBeUndefined()
+      }).pipe(Effect.provide(ConsoleSessions.Default))
+  )
+
+  it.effect("a taken sign-in is remembered for its 10 minutes, then forgotten (its cookie has expired by then)", () =>
+    Effect.gen(function* () {
+      const sessions = yield* ConsoleSessions
+      const first = yield* sessions.startSignIn("/console")
+      expect(yield* sessions.takeSignIn(first.cookie)).toBeDefined()
+      yield* TestClock.adjust(Duration.millis(SIGN_IN_TTL_MS - 1))
+      expect(yield* sessions.takeSignIn(first.cookie)).toBeUndefined()
+      yield* TestClock.adjust(Duration.millis(1))
+      // A new take prunes what is older than 10 minutes; the old cookie is refused as expired anyway.
+      const second = yield* sessions.startSignIn("/console")
+      expect(yield* sessions.takeSignIn(second.cookie)).toBeDefined()
+      expect(yield* sessions.takeSignIn(first.cookie)).toBeUndefined()
+      expect(yield* sessions.takeSignIn(second.cookie)).toBeUndefined()
     }).pipe(Effect.provide(ConsoleSessions.Default))
   )
 })
