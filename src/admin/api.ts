@@ -16,6 +16,7 @@ import {
   PayloadTooLarge,
   PreconditionFailed,
   PreconditionRequired,
+  TooManyRequests,
   Unauthorized,
   UnsupportedMediaType
 } from "./errors.js"
@@ -224,6 +225,7 @@ export class IdentityProvidersApi extends HttpApiGroup.make("identityProviders")
       .setPayload(ConnectionDraftBody)
       .addSuccess(TestRecord)
       .addError(PayloadTooLarge)
+      .addError(TooManyRequests)
       .addError(UnsupportedMediaType)
       .annotate(
         OpenApi.Summary,

@@ -21,7 +21,7 @@ export class ApiFailure {
   ) {}
 }
 
-export type ApiStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 428
+export type ApiStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 428 | 429
 
 /**
  * The schema of one status: the body on the wire, an ApiFailure of that status inside. Matching is by
@@ -47,6 +47,7 @@ export const PreconditionFailed = failureOf(412, "If-Match names an older revisi
 export const PayloadTooLarge = failureOf(413, "Body over 1 MiB")
 export const UnsupportedMediaType = failureOf(415, "Body is not application/json")
 export const PreconditionRequired = failureOf(428, "A write without If-Match")
+export const TooManyRequests = failureOf(429, "Past a limit on refused attempts; the description says when")
 
 /** The request id the request pipeline put on the log annotations (src/http/middleware.ts). */
 export const requestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => {

@@ -43,7 +43,7 @@ export type ConsoleAnswer =
  * (the form carries the revision it was rendered with; never a silent overwrite).
  */
 export class ConsoleProblem extends Data.TaggedError("ConsoleProblem")<{
-  readonly status: 400 | 403 | 404 | 409 | 412 | 413 | 415 | 503
+  readonly status: 400 | 403 | 404 | 409 | 412 | 413 | 415 | 429 | 503
   readonly message: string
 }> {}
 

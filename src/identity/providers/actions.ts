@@ -1,5 +1,6 @@
 import { Data, Effect, Redacted } from "effect"
 import { Config } from "../../config/service.js"
+import { securityEvent } from "../../events/security-log.js"
 import { authenticate } from "../ldap/authenticate.js"
 import { probeDirectory } from "../ldap/probe.js"
 import { probeConnection } from "../upstream/flow.js"
@@ -15,8 +16,8 @@ import type { IdentityProvidersBody } from "./settings.js"
  * refusal (`ProviderRefused`: its status, a stable code, and the message naming the field).
  */
 export class ProviderRefused extends Data.TaggedError("ProviderRefused")<{
-  readonly status: 400 | 409 | 412
-  readonly code: "invalid_request" | "managed_in_configuration" | "precondition_failed"
+  readonly status: 400 | 409 | 412 | 429
+  readonly code: "invalid_request" | "managed_in_configuration" | "precondition_failed" | "too_many_requests"
   readonly message: string
 }> {}
 
@@ -74,15 +75,27 @@ export const probeDraft = Effect.fn("IdentityProviders.probe")(function* (draft:
 
 /**
  * The directory's part of a sign-in as `username`, answered at once. Nothing is stored, nobody is
- * created, and nothing is counted by the sign-in throttle (the administrator is not the person).
+ * created, and the people's sign-in throttle counts nothing (the administrator is not the person); the
+ * tests' own limit does: refused passwords or names per administrator, per name and over all names
+ * (`ConnectionTests.startLdapTest`), past which the test is refused (429) without reaching the directory.
  */
-const testLdap = (draft: ConnectionDraftBody) =>
+const testLdap = (adminId: string, draft: ConnectionDraftBody) =>
   Effect.gen(function* () {
     const settings = yield* ldapDraft(draft)
     if (draft.username === undefined || draft.password === undefined) {
       return yield* invalid('username, password: required when source is "ldap"')
     }
+    const slot = yield* (yield* ConnectionTests).startLdapTest(adminId, draft.username)
+    if ("wait" in slot) {
+      yield* securityEvent("identity_provider.test_throttled", { user_id: adminId, retry_after: slot.wait })
+      return yield* new ProviderRefused({
+        status: 429,
+        code: "too_many_requests",
+        message: `Too many directory sign-in tests were refused their password or name; try again in ${slot.wait} seconds.`
+      })
+    }
     const found = yield* Effect.either(authenticate(settings, draft.username, Redacted.make(draft.password)))
+    slot.done(found._tag === "Left" ? found.left.reason : undefined)
     if (found._tag === "Left") {
       return {
         source: "ldap" as const,
@@ -111,7 +124,7 @@ const testLdap = (draft: ConnectionDraftBody) =>
  * answers the link that starts it (`/sso/login/test`), to be opened in a browser.
  */
 export const testDraft = Effect.fn("IdentityProviders.test")(function* (adminId: string, draft: ConnectionDraftBody) {
-  if (draft.source === "ldap") return yield* testLdap(draft)
+  if (draft.source === "ldap") return yield* testLdap(adminId, draft)
   const connection = yield* oidcDraft(draft)
   const providers = yield* IdentityProviders
   const test = yield* (yield* ConnectionTests).open(adminId, (yield* providers.current).revision, connection)

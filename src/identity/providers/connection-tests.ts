@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
+import { makeFailureWindow } from "../../auth/throttle.js"
 import { constantTimeEqual } from "../../crypto/hashing.js"
 import type { UpstreamIdentity } from "../upstream/claims.js"
 import type { UpstreamConnection } from "../upstream/connection.js"
@@ -9,6 +10,22 @@ import type { UpstreamAttempt } from "../upstream/flow.js"
 export const CONNECTION_TEST_TTL_MS = 5 * 60 * 1000
 /** Open tests at once; the oldest goes first past it. */
 const MAX_TESTS = 100
+/**
+ * Directory sign-in tests whose password or name the directory refused, per 15 minutes
+ * (docs/enterprise-sign-in.md, "Trying a connection"): per administrator and tested name, and per
+ * administrator over all names. The test is an administrator's tool, not a way to guess a person's
+ * password, nor to run a directory's own lockout on someone.
+ */
+export const LDAP_TEST_NAME_LIMIT = 5
+export const LDAP_TEST_ADMIN_LIMIT = 20
+
+/** The outcomes of a directory sign-in test that tell something about a password or a name. */
+const GUESSES: ReadonlySet<string> = new Set(["invalid_credentials", "no_such_user"])
+
+/** A directory sign-in test allowed to run; `done` with its outcome counts it or takes it back. */
+export interface LdapTestSlot {
+  readonly done: (reason: string | undefined) => void
+}
 
 export type TestResult =
   | { readonly status: "waiting" }
@@ -40,6 +57,8 @@ export class ConnectionTests extends Effect.Service<ConnectionTests>()("gateway/
   sync: () => {
     const tests = new Map<string, ConnectionTest>()
     const byState = new Map<string, string>()
+    const ldapByName = makeFailureWindow(LDAP_TEST_NAME_LIMIT)
+    const ldapByAdmin = makeFailureWindow(LDAP_TEST_ADMIN_LIMIT)
 
     const sweep = (now: number) => {
       for (const [id, test] of tests) {
@@ -112,7 +131,28 @@ export class ConnectionTests extends Effect.Service<ConnectionTests>()("gateway/
         Option.filter(found, (test) => test.ownerId === ownerId && test.revision === revision)
       )
 
-    return { open, redeemStart, waitFor, takeByState, finish, resultFor } as const
+    /**
+     * Room for one directory sign-in test by `adminId` of `username`: the seconds to wait, or a slot.
+     * Counted before it runs, in the same step as the check (so parallel tests cannot run past the
+     * limit), and taken back when the directory's answer was not a refused password or name.
+     */
+    const startLdapTest = (adminId: string, username: string) =>
+      Effect.map(Clock.currentTimeMillis, (now): { readonly wait: number } | LdapTestSlot => {
+        const key = `${adminId}\n${username.normalize("NFC").trim().toLowerCase()}`
+        const wait = Math.max(ldapByName.wait(key, now), ldapByAdmin.wait(adminId, now))
+        if (wait > 0) return { wait }
+        ldapByName.add(key, now)
+        ldapByAdmin.add(adminId, now)
+        return {
+          done: (reason) => {
+            if (reason !== undefined && GUESSES.has(reason)) return
+            ldapByName.remove(key, now)
+            ldapByAdmin.remove(adminId, now)
+          }
+        }
+      })
+
+    return { open, redeemStart, waitFor, takeByState, finish, resultFor, startLdapTest } as const
   }
 }) {}
 

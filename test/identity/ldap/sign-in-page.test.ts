@@ -367,4 +367,40 @@ describe("trying a draft LDAP connection (probe and test)", () => {
       })
     })
   )
+
+  it.scoped(
+    "test is limited per administrator and name: past 5 refused passwords a test is 429 and never reaches the directory",
+    () =>
+      Effect.gen(function* () {
+        const logs = new LogCapture()
+        const gateway = yield* oauthGateway({ logs })
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const test = (username: string, password: string, ldap = ldapConnection()) =>
+          api.post(`${providersPath}/test`, { source: "ldap", ldap, username, password })
+
+        // A connection that fails before any password is checked counts for nothing.
+        for (let n = 0; n < 6; n++) {
+          expect(
+            (yield* test("alice", "guess", ldapConnection({ ca_pem: certificates.otherCaPem }))).body
+          ).toMatchObject({
+            reason: "tls_failed"
+          })
+        }
+        // A right password takes its count back.
+        for (let n = 0; n < 6; n++) expect((yield* test("bob", USERS.bob.password)).body["status"]).toBe("succeeded")
+        // Five refused passwords for one name (however it is spelled), then refused without asking.
+        for (const name of ["alice", "Alice", "ALICE", " alice", "alice"]) {
+          expect((yield* test(name, "not-alices-password-42")).body["reason"]).toBe("invalid_credentials")
+        }
+        const throttled = yield* test("alice", USERS.alice.password)
+        expect(throttled.status).toBe(429)
+        expect(throttled.body["error"]).toBe("too_many_requests")
+        expect(String(throttled.body["error_description"])).toMatch(/try again in \d+ seconds/)
+        expect(String(throttled.body["error_description"])).not.toContain(USERS.alice.password)
+        expect(logs.events("identity_provider.test_throttled")).toHaveLength(1)
+        // Another name is the administrator's other 15 of 20.
+        expect((yield* test("bob", "not-bobs-password-42")).body["reason"]).toBe("invalid_credentials")
+        expect((yield* test("bob", USERS.bob.password)).body["status"]).toBe("succeeded")
+      })
+  )
 })
