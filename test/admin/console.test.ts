@@ -148,7 +148,9 @@ describe.each(storeKinds)("the console in remote mode (%s)", (kind) => {
         expect(ended?.status()).toBe(401)
         expect(yield* promise(() => admin.page.textContent("main"))).toContain("Your sign-in has ended")
         expect(problems).toEqual({ csp: [], dialogs: [], errors: [] })
-      })
+      }),
+    // Two sign-ins in Chromium with scrypt and TOTP enrolment: ~15 s alone, twice that beside another worker.
+    60_000
   )
 })
 

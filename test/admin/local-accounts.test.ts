@@ -256,6 +256,9 @@ describe.each(storeKinds)("local accounts (%s)", (kind) => {
         yield* TestClock.adjust("1 second")
         const expired = yield* Effect.promise(() => enrolThroughLink(linkOf(fresh.body), PASSWORD, 0))
         expect(expired.formStatus).toBe(410)
-      })
+      }),
+    // The 24 hours on the TestClock run every background loop's ticks in them (the access state's
+    // 5-second poll, the outboxes' 1-second ones): ~15 s on SQLite alone, twice that beside another worker.
+    90_000
   )
 })

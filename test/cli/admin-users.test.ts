@@ -61,5 +61,6 @@ describe("gateway admin users", () => {
     expect(
       (await enrolThroughLink(JSON.parse(reset.stdout).enrolment_url, "x".repeat(12), Date.now())).formStatus
     ).toBe(410)
-  })
+    // Thirteen `gateway` processes one after the other (~1 s each) and two scrypt enrolments: ~20 s alone.
+  }, 90_000)
 })
