@@ -121,16 +121,21 @@ const measureLists = async (gateways: ReadonlyArray<McpGateway>): Promise<Readon
 export const run = async (): Promise<Table> => {
   const fixture = await startMcpFixture()
   const proxyPort = await freePort()
-  const proxy = await startBareProxy(proxyPort, `http://127.0.0.1:${fixture.backendPorts[0]!}`).catch(
-    async (error: unknown) => {
-      await fixture.close()
-      throw error
-    }
-  )
+  const parsingPort = await freePort()
+  const backendOrigin = `http://127.0.0.1:${fixture.backendPorts[0]!}`
+  const proxies = await Promise.all([
+    startBareProxy(proxyPort, backendOrigin),
+    startBareProxy(parsingPort, backendOrigin, "parsing")
+  ]).catch(async (error: unknown) => {
+    await fixture.close()
+    throw error
+  })
+  const [proxy, parsingProxy] = proxies
   try {
     const { gateway, gatewayWithDown } = fixture
     const direct = echoCall(backendUrl(fixture.backendPorts[0]!), "echo")
     const bare = { ...echoCall(`http://127.0.0.1:${proxyPort}/mcp`, "echo"), pid: proxy.pid }
+    const parsing = { ...echoCall(`http://127.0.0.1:${parsingPort}/mcp`, "echo"), pid: parsingProxy.pid }
     const through = { ...echoCall(gateway.mcpUrl, "b0__echo", gateway.token), pid: gateway.child.pid }
 
     // Lists first, while both gateways have served nothing but their warm-up: a gateway that has just
@@ -141,15 +146,17 @@ export const run = async (): Promise<Table> => {
 
     const directLegacy = legacyEchoCall(backendUrl(fixture.backendPorts[0]!), "echo")
     const throughLegacy = legacyEchoCall(gateway.mcpUrl, "b0__echo", gateway.token)
-    const [directCalls, bareCalls, gatewayCalls, legacyDirectCalls, legacyGatewayCalls] = await interleavedCalls(
-      [direct, bare, through, directLegacy, throughLegacy],
-      C1
-    )
+    const [directCalls, bareCalls, gatewayCalls, legacyDirectCalls, legacyGatewayCalls, parsingCalls] =
+      await interleavedCalls([direct, bare, through, directLegacy, throughLegacy, parsing], C1)
     const directMs = directCalls?.ms ?? []
     const gatewayMs = gatewayCalls?.ms ?? []
     const legacyDirectMs = legacyDirectCalls?.ms ?? []
     const legacyGatewayMs = legacyGatewayCalls?.ms ?? []
-    const cpuC1 = { bare: bareCalls?.cpuMicrosPerCall ?? 0, gateway: gatewayCalls?.cpuMicrosPerCall ?? 0 }
+    const cpuC1 = {
+      bare: bareCalls?.cpuMicrosPerCall ?? 0,
+      parsing: parsingCalls?.cpuMicrosPerCall ?? 0,
+      gateway: gatewayCalls?.cpuMicrosPerCall ?? 0
+    }
     const mean = (values: ReadonlyArray<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
     const means = { direct: mean(directMs), gateway: mean(gatewayMs) }
     const meanOverhead = means.gateway - means.direct
@@ -178,19 +185,27 @@ export const run = async (): Promise<Table> => {
     const directRuns: Array<Throughput> = []
     const bareRuns: Array<Throughput> = []
     const gatewayRuns: Array<Throughput> = []
+    const parsingRuns: Array<Throughput> = []
     for (let round = 0; round < C32.rounds; round++) {
       directRuns.push(await throughput(direct, C32))
       bareRuns.push(await throughput(bare, C32))
+      parsingRuns.push(await throughput(parsing, C32))
       gatewayRuns.push(await throughput(through, C32))
       gatewayRuns.push(await throughput(through, C32))
+      parsingRuns.push(await throughput(parsing, C32))
       bareRuns.push(await throughput(bare, C32))
       directRuns.push(await throughput(direct, C32))
     }
     const directLoad = combined(directRuns)
     const bareLoad = combined(bareRuns)
     const gatewayLoad = combined(gatewayRuns)
-    const failures = directLoad.failed + bareLoad.failed + gatewayLoad.failed
-    const cpuC32 = { bare: bareLoad.cpuMicrosPerCall ?? 0, gateway: gatewayLoad.cpuMicrosPerCall ?? 0 }
+    const parsingLoad = combined(parsingRuns)
+    const failures = directLoad.failed + bareLoad.failed + gatewayLoad.failed + parsingLoad.failed
+    const cpuC32 = {
+      bare: bareLoad.cpuMicrosPerCall ?? 0,
+      parsing: parsingLoad.cpuMicrosPerCall ?? 0,
+      gateway: gatewayLoad.cpuMicrosPerCall ?? 0
+    }
     const listLoad = await throughput(listTools(gateway), C32, gateway.child.pid)
 
     const expectedTools = BACKENDS * (FILLER_TOOLS + 1)
@@ -273,6 +288,15 @@ export const run = async (): Promise<Table> => {
           verdict(cpuC32.gateway <= TARGET_CPU_RATIO_C32 * cpuC32.bare)
         ],
         [
+          `same, a proxy that parses both messages and checks nothing (the floor of any deciding gateway), c=${C32.connections}`,
+          "—",
+          formatMicros(cpuC32.bare),
+          `${formatMicros(cpuC32.parsing)} (${formatCount(parsingLoad.requestsPerSecond)} req/s)`,
+          `${formatRatio(cpuC32.parsing, cpuC32.bare)}; gateway ${formatRatio(cpuC32.gateway, cpuC32.parsing)} of it`,
+          "(information)",
+          "—"
+        ],
+        [
           "CPU per tools/call, c=1",
           "—",
           formatMicros(cpuC1.bare),
@@ -280,6 +304,15 @@ export const run = async (): Promise<Table> => {
           formatRatio(cpuC1.gateway, cpuC1.bare),
           `≤ ${TARGET_CPU_RATIO_C1}× proxy`,
           verdict(cpuC1.gateway <= TARGET_CPU_RATIO_C1 * cpuC1.bare)
+        ],
+        [
+          "same, the proxy that parses both messages, c=1",
+          "—",
+          formatMicros(cpuC1.bare),
+          formatMicros(cpuC1.parsing),
+          `${formatRatio(cpuC1.parsing, cpuC1.bare)}; gateway ${formatRatio(cpuC1.gateway, cpuC1.parsing)} of it`,
+          "(information)",
+          "—"
         ],
         [
           `tools/list p50, one request (first ${formatCount(PAGE_SIZE)} of ${formatCount(lists.tools)} tools)`,
@@ -358,11 +391,13 @@ export const run = async (): Promise<Table> => {
           "gateway competes for CPU with the backend it forwards to. The bare proxy (bench/support/bare-proxy-main.ts: " +
           "node:http piping bytes over a keep-alive agent, parsing nothing) is the floor any Node proxy pays here, " +
           "measured in the same run; CPU per call is utime + stime of the proxy's or the gateway's process " +
-          "(/proc/<pid>/stat) over the measured calls, divided by the calls answered."
+          "(/proc/<pid>/stat) over the measured calls, divided by the calls answered. The parsing proxy " +
+          "(bench/support/parsing-proxy-main.ts) checks nothing either, but reads both messages whole and parses and " +
+          "re-serializes them, with undici to the backend as the gateway: the price of reading JSON-RPC at all."
       ]
     }
   } finally {
-    await proxy.stop()
+    await Promise.all(proxies.map((each) => each.stop()))
     await fixture.close()
   }
 }

@@ -1,11 +1,21 @@
 import { projectRoot } from "./build.js"
 import { type Child, startProcess } from "./process.js"
 
-const entry = new URL("./bare-proxy-main.ts", import.meta.url).pathname
+const entries = {
+  bare: new URL("./bare-proxy-main.ts", import.meta.url).pathname,
+  parsing: new URL("./parsing-proxy-main.ts", import.meta.url).pathname
+}
 
-/** Starts the bare pass-through proxy (bench/support/bare-proxy-main.ts) in front of `targetOrigin`. */
-export const startBareProxy = async (port: number, targetOrigin: string): Promise<Child> => {
-  const child = startProcess("bare proxy", process.execPath, ["--import", "tsx", entry], {
+/**
+ * Starts a floor proxy in front of `targetOrigin`: the bare pass-through one (bench/support/bare-proxy-main.ts),
+ * or the one that parses what it forwards (`parsing`, bench/support/parsing-proxy-main.ts).
+ */
+export const startBareProxy = async (
+  port: number,
+  targetOrigin: string,
+  kind: keyof typeof entries = "bare"
+): Promise<Child> => {
+  const child = startProcess(`${kind} proxy`, process.execPath, ["--import", "tsx", entries[kind]], {
     cwd: projectRoot,
     env: { PATH: process.env["PATH"] ?? "", BARE_PROXY_PORT: String(port), BARE_PROXY_TARGET: targetOrigin }
   })
