@@ -80,6 +80,13 @@ describe("ConsoleSessions", () => {
         expect(yield* sessions.takeSignIn(other.cookie)).toMatchObject({ returnTo: "/console/audit" })
         expect(yield* sessions.takeSignIn(other.cookie)).toBeUndefined()
 
+        // A return path that escapes long (each backslash doubles in JSON) would make a cookie browsers
+        // drop: that sign-in returns to the overview instead.
+        const escaped = yield* sessions.startSignIn(`/console/identities?q=${"\\".repeat(1_500)}`)
+        expect(escaped.cookie.length).toBeLessThanOrEqual(3800)
+        expect(escaped.pending.returnTo).toBe("/console")
+        expect(yield* sessions.takeSignIn(escaped.cookie)).toMatchObject({ returnTo: "/console" })
+
         // Another process's key (a restart): the cookie no longer opens.
         const restarted = yield* Effect.provide(ConsoleSessions, ConsoleSessions.Default)
         const before = yield* sessions.startSignIn("/console")
@@ -100,6 +107,14 @@ describe("ConsoleSessions", () => {
       expect(yield* sessions.takeSignIn(second.cookie)).toBeDefined()
       expect(yield* sessions.takeSignIn(first.cookie)).toBeUndefined()
       expect(yield* sessions.takeSignIn(second.cookie)).toBeUndefined()
+      // Pruning drops only what is older than 10 minutes: two taken a minute apart both stay taken.
+      const third = yield* sessions.startSignIn("/console")
+      expect(yield* sessions.takeSignIn(third.cookie)).toBeDefined()
+      yield* TestClock.adjust(Duration.minutes(1))
+      const fourth = yield* sessions.startSignIn("/console")
+      expect(yield* sessions.takeSignIn(fourth.cookie)).toBeDefined()
+      expect(yield* sessions.takeSignIn(third.cookie)).toBeUndefined()
+      expect(yield* sessions.takeSignIn(fourth.cookie)).toBeUndefined()
     }).pipe(Effect.provide(ConsoleSessions.Default))
   )
 })

@@ -14,8 +14,10 @@ export const SIGN_IN_TTL_MS = 10 * 60 * 1000
 const MAX_SESSIONS = 10_000
 /** Sign-ins already taken, remembered for SIGN_IN_TTL_MS so that none is taken twice. */
 const MAX_TAKEN = 100_000
-/** A sign-in cookie longer than this is not one of ours (the return path is capped well below it). */
+/** A sign-in cookie longer than this is not one of ours. */
 const MAX_SIGN_IN_COOKIE = 4096
+/** What a sealed sign-in may take: browsers keep a cookie of at most 4,096 bytes, name and attributes included. */
+const SIGN_IN_COOKIE_BUDGET = 3800
 const SIGN_IN_CONTEXT = "console_sign_in"
 
 /** What the console holds for one signed-in browser; the cookie holds only the random key. */
@@ -94,8 +96,19 @@ export class ConsoleSessions extends Effect.Service<ConsoleSessions>()("gateway/
 
     const startSignIn = (returnTo: string) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        const pending: PendingSignIn = { state: randomToken(), verifier: randomToken(), returnTo, startedAt: now }
-        return { cookie: sealer.seal(JSON.stringify(pending), SIGN_IN_CONTEXT), pending }
+        const sealed = (path: string) => {
+          const pending: PendingSignIn = {
+            state: randomToken(),
+            verifier: randomToken(),
+            returnTo: path,
+            startedAt: now
+          }
+          return { cookie: sealer.seal(JSON.stringify(pending), SIGN_IN_CONTEXT), pending }
+        }
+        // A return path that escapes long in JSON (backslashes double) could make a cookie browsers
+        // drop, and a link that can never sign anyone in: such a sign-in returns to the overview.
+        const wanted = sealed(returnTo)
+        return wanted.cookie.length <= SIGN_IN_COOKIE_BUDGET ? wanted : sealed("/console")
       })
 
     const remember = (state: string, now: number) => {

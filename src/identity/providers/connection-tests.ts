@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Effect, Option } from "effect"
 import { makeFailureWindow } from "../../auth/throttle.js"
-import { constantTimeEqual } from "../../crypto/hashing.js"
+import { constantTimeEqual, sha256Hex } from "../../crypto/hashing.js"
 import type { UpstreamIdentity } from "../upstream/claims.js"
 import type { UpstreamConnection } from "../upstream/connection.js"
 import type { UpstreamAttempt } from "../upstream/flow.js"
@@ -138,7 +138,8 @@ export class ConnectionTests extends Effect.Service<ConnectionTests>()("gateway/
      */
     const startLdapTest = (adminId: string, username: string) =>
       Effect.map(Clock.currentTimeMillis, (now): { readonly wait: number } | LdapTestSlot => {
-        const key = `${adminId}\n${username.normalize("NFC").trim().toLowerCase()}`
+        // Hashed: the typed names (a mistyped password, perhaps) are not kept in memory for 15 minutes.
+        const key = sha256Hex(`${adminId}\n${username.normalize("NFC").trim().toLowerCase()}`)
         const wait = Math.max(ldapByName.wait(key, now), ldapByAdmin.wait(adminId, now))
         if (wait > 0) return { wait }
         ldapByName.add(key, now)

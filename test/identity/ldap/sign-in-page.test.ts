@@ -369,7 +369,7 @@ describe("trying a draft LDAP connection (probe and test)", () => {
   )
 
   it.scoped(
-    "test is limited per administrator and name: past 5 refused passwords a test is 429 and never reaches the directory",
+    "test is limited per administrator: past 5 refused for one name, or 20 over all names, a test is 429 and never reaches the directory",
     () =>
       Effect.gen(function* () {
         const logs = new LogCapture()
@@ -401,6 +401,10 @@ describe("trying a draft LDAP connection (probe and test)", () => {
         // Another name is the administrator's other 15 of 20.
         expect((yield* test("bob", "not-bobs-password-42")).body["reason"]).toBe("invalid_credentials")
         expect((yield* test("bob", USERS.bob.password)).body["status"]).toBe("succeeded")
+        // Names the directory does not know count too, towards the 20 over all names (6 so far).
+        for (let n = 0; n < 14; n++) expect((yield* test(`nobody-${n}`, "guess")).body["reason"]).toBe("no_such_user")
+        expect((yield* test("bob", USERS.bob.password)).status).toBe(429)
+        expect(logs.events("identity_provider.test_throttled")).toHaveLength(2)
       })
   )
 })
