@@ -63,7 +63,9 @@ describe("the console's sign-in", () => {
       expect(location.searchParams.get("code_challenge")).toMatch(/^[A-Za-z0-9_-]{43}$/)
       expect(location.searchParams.get("state")).toMatch(/^[A-Za-z0-9_-]{43}$/)
       const setCookie = answer.headers.get("set-cookie") ?? ""
-      expect(cookie).toMatch(/^gateway_console_sign_in=[A-Za-z0-9_-]{43}$/)
+      // The sign-in itself, sealed (docs/console.md, "Sessions"): neither its state nor its return path readable.
+      expect(cookie).toMatch(/^gateway_console_sign_in=v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+$/)
+      expect(cookie).not.toContain(location.searchParams.get("state"))
       expect(setCookie).toContain("Path=/console/callback")
       expect(setCookie).toContain("HttpOnly")
       expect(setCookie).toContain("Secure")

@@ -51,6 +51,17 @@ const until = (check: () => boolean, what: string) =>
     throw new Error(`timed out waiting for ${what}`)
   })
 
+/** Waits (in real time, up to 10 s) until `read` finds something. */
+const untilSome = <A, E, R>(read: Effect.Effect<Option.Option<A>, E, R>, what: string) =>
+  Effect.gen(function* () {
+    for (let waited = 0; waited < 10_000; waited += 20) {
+      const found = yield* read
+      if (Option.isSome(found)) return found.value
+      yield* realWait(20)
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  })
+
 /**
  * Moves the TestClock on once the worker has settled (its exchanges and queries are real, so it is
  * given real time to reach its next sleep first).
@@ -145,8 +156,15 @@ describe.each(storeKinds)("approval webhooks (%s)", (kind) => {
             [3, 20_000]
           ] as const) {
             yield* until(() => receiver.attempts() === attempt, `attempt ${attempt}`)
-            yield* realWait(100)
-            const failing = Option.getOrThrow(yield* deliveries.failing(events[0]!.seq))
+            // The receiver has answered; the worker's write of the failure may still be on its way (a
+            // loaded machine, PostgreSQL): wait for the stored attempt rather than a fixed 100 ms.
+            const failing = yield* untilSome(
+              Effect.map(
+                deliveries.failing(events[0]!.seq),
+                Option.filter((row) => row.attempts === attempt)
+              ),
+              `attempt ${attempt} stored`
+            )
             expect(failing).toMatchObject({ attempts: attempt, last_error: "http_503" })
             expect(failing.next_attempt_at.getTime() - failing.last_attempt_at.getTime()).toBe(delay)
             if (attempt === 3) break
@@ -188,9 +206,10 @@ describe.each(storeKinds)("approval webhooks (%s)", (kind) => {
         const events = yield* outboxAfter(start)
         yield* advance("1 second")
         yield* until(() => receiver.attempts() === 1, "the first attempt")
-        yield* realWait(50)
         expect(receiver.refused).toEqual([])
-        expect(Option.getOrThrow(yield* (yield* NotificationDeliveryRepo).failing(events[0]!.seq))).toMatchObject({
+        expect(
+          yield* untilSome((yield* NotificationDeliveryRepo).failing(events[0]!.seq), "the failure stored")
+        ).toMatchObject({
           last_error: "http_302"
         })
         receiver.mode = "accept"
@@ -219,8 +238,9 @@ describe.each(storeKinds)("approval webhooks (%s)", (kind) => {
         yield* realWait(200)
         expect(Option.isNone(yield* deliveries.failing(events[0]!.seq))).toBe(true)
         yield* advance(1)
-        yield* realWait(200)
-        expect(Option.getOrThrow(yield* deliveries.failing(events[0]!.seq))).toMatchObject({ last_error: "timeout" })
+        expect(yield* untilSome(deliveries.failing(events[0]!.seq), "the timeout stored")).toMatchObject({
+          last_error: "timeout"
+        })
         receiver.mode = "accept"
         yield* advance(5_000)
         yield* until(() => receiver.events().length === 1, "the delivery")
@@ -277,12 +297,13 @@ describe.each(storeKinds)("approval webhooks (%s)", (kind) => {
             const deliveries = yield* NotificationDeliveryRepo
             yield* advance("1 second")
             for (let attempt = 1; attempt <= 2; attempt++) {
-              for (let waited = 0; waited < 100; waited++) {
-                const failing = yield* deliveries.failing(event!.seq)
-                if (Option.isSome(failing) && failing.value.attempts === attempt) break
-                yield* realWait(50)
-              }
-              const failing = Option.getOrThrow(yield* deliveries.failing(event!.seq))
+              const failing = yield* untilSome(
+                Effect.map(
+                  deliveries.failing(event!.seq),
+                  Option.filter((row) => row.attempts === attempt)
+                ),
+                `attempt ${attempt} stored`
+              )
               expect(failing.attempts).toBe(attempt)
               expect(failing.last_error).toBe("tls")
               yield* advance(retryDelayMs(attempt))
