@@ -1,6 +1,7 @@
 import { Redacted } from "effect"
 import { adminResource, consoleRedirectUri } from "../admin/resource.js"
 import { parseArchiveSigningKey } from "../events/archive/signing-key.js"
+import { APPROVER_SCOPE, SECURITY_SCOPE } from "../policy/roles.js"
 import { bareEndpoint, isLoopbackHost, parseListen, requireHttps, requireHttpsUnlessLoopback } from "./address.js"
 import { type Rule, rule, when } from "./cross-field-rule.js"
 import { problem } from "./problem.js"
@@ -146,6 +147,42 @@ export const policyChangesNeedBuiltin = rule("policyChangesNeedBuiltin", ["admin
     : []
 )
 
+/**
+ * Each role's scopes are its own (docs/access-policy.md, "Roles"): roles map to administrative scopes,
+ * so a scope two roles share would give one role's holders the other's power without anyone granting
+ * it — `gateway:admin` among the security reviewer's scopes makes every administrator a reviewer of
+ * their own colleagues' changes (no second person), and the reverse makes every reviewer an
+ * administrator. Refused at load, not discovered in an audit.
+ */
+export const roleScopesApart = rule("roleScopesApart", ["admin"], ({ admin }) => {
+  const security = admin.approvals.policy_changes.required_scopes
+  const roles: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
+    ["admin", "admin.required_scopes", admin.required_scopes],
+    ["approver", "gateway:approve (fixed)", [APPROVER_SCOPE]],
+    [
+      "security_reviewer",
+      "admin.approvals.policy_changes.required_scopes",
+      security.length > 0 ? security : [SECURITY_SCOPE]
+    ]
+  ]
+  const problems: Array<ReturnType<typeof problem>> = []
+  for (const [at, [role, , scopes]] of roles.entries()) {
+    for (const [otherRole, otherField, otherScopes] of roles.slice(at + 1)) {
+      const shared = scopes.filter((scope) => otherScopes.includes(scope))
+      if (shared.length === 0) continue
+      const field = otherRole === "approver" ? roles[at]![1] : otherField
+      problems.push(
+        problem(
+          field,
+          `${shared.map((scope) => `"${scope}"`).join(", ")} is a scope of both the ${role} and the ${otherRole} role: ` +
+            "each role's scopes must be its own, or holding one role would grant the other"
+        )
+      )
+    }
+  }
+  return problems
+})
+
 export const adminRules: ReadonlyArray<Rule> = [
   adminListenAddress,
   remoteAdminConfigured,
@@ -155,5 +192,6 @@ export const adminRules: ReadonlyArray<Rule> = [
   webhookSecure,
   auditArchiveValid,
   policyChangesStepUpConfigured,
-  policyChangesNeedBuiltin
+  policyChangesNeedBuiltin,
+  roleScopesApart
 ]

@@ -242,6 +242,32 @@ describe("cross-field rules (docs/configuration.md)", () => {
     expect(run(admin.policyChangesNeedBuiltin, review({}))).toEqual([])
   })
 
+  it("each role's scopes are its own: an admin scope among the security reviewer's (or the approver's) is refused", () => {
+    const scopes = (adminScopes: Array<string> | undefined, security: Array<string>) => ({
+      admin: {
+        ...(adminScopes === undefined ? {} : { required_scopes: adminScopes }),
+        approvals: { policy_changes: { enabled: true, required_scopes: security } }
+      }
+    })
+    expect(run(admin.roleScopesApart, scopes(undefined, []))).toEqual([])
+    expect(run(admin.roleScopesApart, scopes(["corp:admin"], ["corp:security", "corp:mfa"]))).toEqual([])
+    // Every administrator would hold the reviewer's scopes: no second person.
+    expect(run(admin.roleScopesApart, scopes(undefined, ["gateway:admin", "corp:security"]))).toEqual([
+      'admin.approvals.policy_changes.required_scopes: "gateway:admin" is a scope of both the admin and the security_reviewer role: each role\'s scopes must be its own, or holding one role would grant the other'
+    ])
+    // Every reviewer would be an administrator.
+    expect(run(admin.roleScopesApart, scopes(["gateway:security"], []))).toEqual([
+      'admin.approvals.policy_changes.required_scopes: "gateway:security" is a scope of both the admin and the security_reviewer role: each role\'s scopes must be its own, or holding one role would grant the other'
+    ])
+    // The approver's fixed scope belongs to neither.
+    expect(run(admin.roleScopesApart, scopes(["gateway:admin", "gateway:approve"], []))).toEqual([
+      'admin.required_scopes: "gateway:approve" is a scope of both the admin and the approver role: each role\'s scopes must be its own, or holding one role would grant the other'
+    ])
+    expect(run(admin.roleScopesApart, scopes(undefined, ["gateway:approve"]))).toEqual([
+      'admin.approvals.policy_changes.required_scopes: "gateway:approve" is a scope of both the approver and the security_reviewer role: each role\'s scopes must be its own, or holding one role would grant the other'
+    ])
+  })
+
   it("local admin mode binds loopback only", () => {
     expect(run(admin.adminListenAddress, { admin: { listen: "[::1]:8081" } })).toEqual([])
     expect(run(admin.adminListenAddress, { admin: { listen: "0.0.0.0:8081" } })).toEqual([
