@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Layer, Option, Redacted, Ref, Scope, TestClock } from "effect"
+import { Chunk, Clock, Effect, Exit, Layer, Option, Redacted, Ref, Scope, TestClock } from "effect"
 import { approvalUrlOf } from "../../src/approvals/answers.js"
 import { Notifier, NotifierTest, notifierLayer, retryDelayMs, webhookBody } from "../../src/events/notifier.js"
 import { webhookSignature } from "../../src/events/webhook-signature.js"
@@ -66,7 +66,17 @@ const untilSome = <A, E, R>(read: Effect.Effect<Option.Option<A>, E, R>, what: s
  * Moves the TestClock on once the worker has settled (its exchanges and queries are real, so it is
  * given real time to reach its next sleep first).
  */
-const advance = (ms: number | string) => Effect.zipRight(realWait(150), TestClock.adjust(ms as number))
+const advance = (ms: number | string) =>
+  Effect.gen(function* () {
+    yield* realWait(150)
+    // And until something sleeps on the TestClock (the worker's idle poll, a retry's wait, an attempt's
+    // timeout): a clock moved before the worker sleeps would leave it sleeping the whole time again. On
+    // a loaded machine 150 ms is not always enough for the worker's query that precedes its sleep.
+    for (let waited = 0; waited < 10_000 && Chunk.isEmpty(yield* TestClock.sleeps()); waited += 20) {
+      yield* realWait(20)
+    }
+    yield* TestClock.adjust(ms as number)
+  })
 
 /** Nothing more happens for a while (real time): the worker is waiting for its clock. */
 const stays = (check: () => boolean) => Effect.andThen(realWait(250), () => expect(check()).toBe(true))
