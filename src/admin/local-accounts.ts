@@ -6,29 +6,18 @@ import {
   type IssuedLink,
   type LocalAccount,
   LocalAccountAdmin,
-  type LocalAccountRefusalCode,
-  type LocalAccountRefused
+  type LocalAccountRefused,
+  localAccountRefusalStatus
 } from "../identity/local/account-admin.js"
 import type { Actor } from "../policy/writes.js"
 import { AdminCaller, ManagementApi } from "./api.js"
 import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
-import { type ApiStatus, apiError } from "./errors.js"
+import { apiError } from "./errors.js"
 import { pageParams } from "./identities.js"
 import { LocalAccountCreateBody } from "./local-accounts-api.js"
 
-/** The HTTP status of each refusal (docs/management-api.md, "Errors"). */
-const statusOf: Record<LocalAccountRefusalCode, ApiStatus> = {
-  invalid_request: 400,
-  builtin_administrator: 400,
-  not_found: 404,
-  name_taken: 409,
-  account_disabled: 409,
-  last_administrator: 409,
-  precondition_failed: 412
-}
-
 const answerRefusal = (refused: LocalAccountRefused) =>
-  apiError(statusOf[refused.code], refused.code, refused.description)
+  apiError(localAccountRefusalStatus[refused.code], refused.code, refused.description)
 
 /** The API's record of a local account: never a password, secret or link token. */
 export const localAccountRecord = ({ user, link }: LocalAccount) => ({

@@ -37,6 +37,17 @@ export type LocalAccountRefusalCode =
   | "account_disabled"
   | "last_administrator"
 
+/** The HTTP status of each refusal, for the Management API and the console alike. */
+export const localAccountRefusalStatus: Record<LocalAccountRefusalCode, 400 | 404 | 409 | 412> = {
+  invalid_request: 400,
+  builtin_administrator: 400,
+  not_found: 404,
+  name_taken: 409,
+  account_disabled: 409,
+  last_administrator: 409,
+  precondition_failed: 412
+}
+
 export class LocalAccountRefused extends Data.TaggedError("LocalAccountRefused")<{
   readonly code: LocalAccountRefusalCode
   readonly description: string

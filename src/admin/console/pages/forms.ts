@@ -6,7 +6,7 @@ import { refusalStatus } from "../../identities.js"
 import { ConsoleProblem, type ConsoleRequest } from "../route.js"
 
 /**
- * What the identity pages' forms share: reading fields (no control characters, bounded), the
+ * What the console's forms share: reading fields (no control characters, bounded), the
  * revision a form was rendered with, and the Management API's own decoding and refusals answered as
  * console problems (the same checks, the same messages).
  */
@@ -37,7 +37,8 @@ export const checkedForm = (request: ConsoleRequest) =>
 /** The revision the form was rendered with (its hidden `revision` field): what `If-Match` says in the API. */
 export const formRevision = (form: URLSearchParams) =>
   Effect.gen(function* () {
-    const match = /^(0|[1-9][0-9]{0,15})$/.exec(form.get("revision") ?? "")
+    const values = form.getAll("revision")
+    const match = values.length === 1 ? /^(0|[1-9][0-9]{0,15})$/.exec(values[0]!) : null
     if (match === null)
       return yield* problem(400, 'revision: expected the revision the form was rendered with, such as "3"')
     return Number(match[1])

@@ -4,13 +4,14 @@ import {
   type IssuedLink,
   type LocalAccount,
   LocalAccountAdmin,
-  type LocalAccountRefusalCode,
-  type LocalAccountRefused
+  type LocalAccountRefused,
+  localAccountRefusalStatus
 } from "../../../identity/local/account-admin.js"
 import { MAX_DISPLAY_NAME, MAX_LOCAL_USERNAME } from "../../../identity/local/usernames.js"
 import type { Actor } from "../../../policy/writes.js"
 import { linkRecord, localAccountRecord, publicOrigin } from "../../local-accounts.js"
 import { ConsoleProblem, type ConsoleRequest, type ConsoleRoute, type ConsoleSection } from "../route.js"
+import { formRevision } from "./forms.js"
 
 /**
  * The console's local accounts (docs/local-accounts.md, docs/console.md): the list, the create form
@@ -19,20 +20,9 @@ import { ConsoleProblem, type ConsoleRequest, type ConsoleRoute, type ConsoleSec
  */
 const BASE = "/console/local-accounts"
 const PAGE_SIZE = 100
-const REVISION = /^(0|[1-9][0-9]{0,15})$/
-
-const statusOf: Record<LocalAccountRefusalCode, ConsoleProblem["status"]> = {
-  invalid_request: 400,
-  builtin_administrator: 400,
-  not_found: 404,
-  name_taken: 409,
-  account_disabled: 409,
-  last_administrator: 409,
-  precondition_failed: 412
-}
 
 const problem = (refused: LocalAccountRefused) =>
-  Effect.fail(new ConsoleProblem({ status: statusOf[refused.code], message: refused.description }))
+  Effect.fail(new ConsoleProblem({ status: localAccountRefusalStatus[refused.code], message: refused.description }))
 
 const actorOf = (request: ConsoleRequest): Actor => ({ userId: request.admin.userId, kind: request.admin.kind })
 
@@ -43,13 +33,6 @@ const field = (request: ConsoleRequest, name: string) => {
     ? Effect.succeed(values[0]!)
     : Effect.fail(new ConsoleProblem({ status: 400, message: `${name}: give it once.` }))
 }
-
-const revisionOf = (request: ConsoleRequest) =>
-  Effect.flatMap(field(request, "revision"), (text) =>
-    REVISION.test(text)
-      ? Effect.succeed(Number(text))
-      : Effect.fail(new ConsoleProblem({ status: 400, message: "revision: expected the revision shown, e.g. 3." }))
-  )
 
 const statusText = { waiting_for_enrolment: "Waiting for enrolment", enabled: "Enabled", disabled: "Disabled" }
 
@@ -133,7 +116,7 @@ const statusRoute = (action: "disable" | "enable"): ConsoleRoute => ({
   path: `${BASE}/:id/${action}`,
   handler: (request) =>
     Effect.gen(function* () {
-      const revision = yield* revisionOf(request)
+      const revision = yield* formRevision(request.form)
       const accounts = yield* LocalAccountAdmin
       const id = request.params["id"] ?? ""
       const account = yield* accounts[action](actorOf(request), id, revision).pipe(
@@ -152,7 +135,7 @@ const resetRoute = (action: "reset-password" | "reset-mfa"): ConsoleRoute => ({
   path: `${BASE}/:id/${action}`,
   handler: (request) =>
     Effect.gen(function* () {
-      const revision = yield* revisionOf(request)
+      const revision = yield* formRevision(request.form)
       const accounts = yield* LocalAccountAdmin
       const id = request.params["id"] ?? ""
       const reset = action === "reset-password" ? accounts.resetPassword : accounts.resetMfa

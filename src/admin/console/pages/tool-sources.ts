@@ -9,6 +9,7 @@ import { MAX_BODY_BYTES } from "../../body.js"
 import { requestId } from "../../errors.js"
 import { MAX_IMPORT_BODY_BYTES } from "../../sources.js"
 import type { ConsoleAnswer, ConsoleRequest, ConsoleRoute, ConsoleSection } from "../route.js"
+import { formRevision } from "./forms.js"
 import { jsonBlock, jsonForEditing, param, problem, shown, when } from "./parts.js"
 
 /**
@@ -72,14 +73,6 @@ const definitionOf = (kind: SourceKind, form: URLSearchParams) =>
     if (!isRecord(parsed)) return yield* problem(400, "definition: must be a JSON object.")
     return parsed
   })
-
-/** The `revision` field: the revision the form was rendered with (the API's If-Match). */
-const revisionOf = (form: URLSearchParams) => {
-  const value = form.get("revision") ?? ""
-  return /^(0|[1-9][0-9]{0,15})$/.test(value)
-    ? Effect.succeed(Number(value))
-    : problem(400, "revision: expected the revision the form was read with, such as 3.")
-}
 
 const actorOf = (request: ConsoleRequest) =>
   Effect.map(requestId, (id) => ({ userId: request.admin.userId, requestId: id }))
@@ -202,7 +195,7 @@ const updateRoute = (kind: SourceKind): ConsoleRoute => ({
   handler: (request) =>
     Effect.gen(function* () {
       const id = param(request.params, "id")
-      const revision = yield* revisionOf(request.form)
+      const revision = yield* formRevision(request.form)
       const definition = yield* definitionOf(kind, request.form)
       const writes = yield* sourceWrites(kind)
       const result = yield* refused(writes.update(id, revision, definition, yield* actorOf(request)))
@@ -216,7 +209,7 @@ const deleteRoute = (kind: SourceKind): ConsoleRoute => ({
   handler: (request) =>
     Effect.gen(function* () {
       const id = param(request.params, "id")
-      const revision = yield* revisionOf(request.form)
+      const revision = yield* formRevision(request.form)
       const writes = yield* sourceWrites(kind)
       yield* refused(writes.remove(id, revision, yield* actorOf(request)))
       return { _tag: "SeeOther", location: basePath(kind), notice: `${titles[kind].one} ${id} deleted.` } as const
