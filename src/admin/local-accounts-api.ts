@@ -58,24 +58,17 @@ const IfMatch = Schema.Struct({
   "if-match": Schema.optional(Schema.String).annotations({ description: 'The revision you read, e.g. "3"' })
 })
 
-const action = <Name extends "disable" | "enable">(name: Name, summary: string) =>
-  HttpApiEndpoint.post(name, `/local-accounts/:id/${name}`)
-    .setPath(IdPath)
-    .setHeaders(IfMatch)
-    .addSuccess(LocalAccountRecord)
-    .addError(NotFound)
-    .addError(Conflict)
-    .addError(PreconditionFailed)
-    .addError(PreconditionRequired)
-    .addError(PayloadTooLarge)
-    .addError(UnsupportedMediaType)
-    .annotate(OpenApi.Summary, summary)
-
-const reset = <Name extends "resetPassword" | "resetMfa">(name: Name, path: string, summary: string) =>
+/** An action on one account, at the revision read (`If-Match`): what it answers is `success`. */
+const accountAction = <Name extends string, Success extends Schema.Schema.Any>(
+  name: Name,
+  path: string,
+  success: Success,
+  summary: string
+) =>
   HttpApiEndpoint.post(name, `/local-accounts/:id/${path}`)
     .setPath(IdPath)
     .setHeaders(IfMatch)
-    .addSuccess(LocalAccountLink)
+    .addSuccess(success)
     .addError(NotFound)
     .addError(Conflict)
     .addError(PreconditionFailed)
@@ -108,19 +101,35 @@ export class LocalAccountsApi extends HttpApiGroup.make("localAccounts")
       .addError(NotFound)
       .annotate(OpenApi.Summary, "One local account")
   )
-  .add(action("disable", "Disables the account: its sessions end and its enrolment link dies (If-Match)"))
-  .add(action("enable", "Enables the account again (If-Match); one that never enrolled waits for a new link"))
   .add(
-    reset(
+    accountAction(
+      "disable",
+      "disable",
+      LocalAccountRecord,
+      "Disables the account: its sessions end and its enrolment link dies (If-Match)"
+    )
+  )
+  .add(
+    accountAction(
+      "enable",
+      "enable",
+      LocalAccountRecord,
+      "Enables the account again (If-Match); one that never enrolled waits for a new link"
+    )
+  )
+  .add(
+    accountAction(
       "resetPassword",
       "reset-password",
+      LocalAccountLink,
       "Removes the password and authenticator, ends the sessions and answers a new enrolment link (If-Match)"
     )
   )
   .add(
-    reset(
+    accountAction(
       "resetMfa",
       "reset-mfa",
+      LocalAccountLink,
       "Removes the authenticator and password, ends the sessions and answers a new enrolment link (If-Match)"
     )
   )
