@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http"
 import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Data, Effect } from "effect"
+import type { Cancellation } from "../runtime/cancellation.js"
 
 /** Why a body could not be read: larger than allowed, or broken off (the client left, an error). */
 export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{ readonly reason: "too_large" | "unreadable" }> {}
@@ -13,7 +14,7 @@ export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{ readonly reas
  * with the gateway's error body; the listener then closes the connection instead of waiting for the
  * rest (src/runtime/connection-gate.ts).
  */
-export const readBodyText = (incoming: IncomingMessage, maxBytes: number, signal?: AbortSignal): Promise<string> =>
+export const readBodyText = (incoming: IncomingMessage, maxBytes: number, signal?: Cancellation): Promise<string> =>
   new Promise((resolve, reject) => {
     if (Number(incoming.headers["content-length"] ?? 0) > maxBytes) {
       return reject(new BodyNotRead({ reason: "too_large" }))

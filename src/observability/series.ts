@@ -1,8 +1,10 @@
 /**
  * Counters and histograms for the request path, exposed through prom-client's registry (which formats and
  * escapes them) but kept here: prom-client hashes and validates the label object on every update, about
- * 4 µs each, where these look up one string key in a Map (docs/decisions.md, "Metrics with prom-client").
- * Label values are joined into the key; a series is created on its first update and never removed.
+ * 4 µs each, where these look label values up one at a time in nested Maps (docs/decisions.md, "Metrics
+ * with prom-client"): the values are mostly strings the gateway keeps (a tool's name, a constant), whose
+ * hash V8 has already computed, where a key joined from them would be a new string to hash on every
+ * update. A series is created on its first update and never removed.
  */
 
 interface Series<T> {
@@ -17,8 +19,13 @@ interface MetricValue {
   readonly metricName?: string
 }
 
+/** One level of the lookup: a label value, then the next level, or the series after the last label. */
+type Level<T> = Map<string, Level<T> | Series<T>>
+
 abstract class FastMetric<T> {
-  protected readonly series = new Map<string, Series<T>>()
+  /** Every series, in the order they were created (what the registry reads). */
+  protected readonly series: Array<Series<T>> = []
+  private index: Level<T> = new Map()
   constructor(
     readonly name: string,
     readonly help: string,
@@ -27,15 +34,27 @@ abstract class FastMetric<T> {
   ) {}
 
   protected seriesOf(values: ReadonlyArray<string>, initial: () => T): Series<T> {
-    const key = values.length === 1 ? values[0]! : values.join("\u0000")
-    let found = this.series.get(key)
+    let level = this.index
+    const last = this.labelNames.length - 1
+    for (let at = 0; at < last; at++) {
+      const value = values[at] ?? ""
+      let next = level.get(value) as Level<T> | undefined
+      if (next === undefined) {
+        next = new Map()
+        level.set(value, next)
+      }
+      level = next
+    }
+    const value = values[last] ?? ""
+    let found = level.get(value) as Series<T> | undefined
     if (found === undefined) {
       const labels: Record<string, string> = {}
       this.labelNames.forEach((name, at) => {
         labels[name] = values[at] ?? ""
       })
       found = { labels, state: initial() }
-      this.series.set(key, found)
+      level.set(value, found)
+      this.series.push(found)
     }
     return found
   }
@@ -47,7 +66,8 @@ abstract class FastMetric<T> {
   }
 
   reset(): void {
-    this.series.clear()
+    this.series.length = 0
+    this.index = new Map()
   }
 }
 
@@ -61,7 +81,7 @@ export class FastCounter extends FastMetric<number> {
   }
 
   protected values(): Array<MetricValue> {
-    return [...this.series.values()].map((series) => ({ labels: series.labels, value: series.state }))
+    return this.series.map((series) => ({ labels: series.labels, value: series.state }))
   }
 }
 
@@ -95,7 +115,7 @@ export class FastHistogram extends FastMetric<Buckets> {
   }
 
   protected values(): Array<MetricValue> {
-    return [...this.series.values()].flatMap(({ labels, state }) => {
+    return this.series.flatMap(({ labels, state }) => {
       let cumulative = 0
       const buckets = this.bounds.map((bound, at) => {
         cumulative += state.counts[at]!

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { Caller } from "../../bearer/caller.js"
 import { isRecord } from "../../json.js"
+import type { Cancellation } from "../../runtime/cancellation.js"
 import type { JsonRpcErrorObject } from "../upstream/channel.js"
 import { requestTimeoutCode } from "../upstream/forward.js"
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, tooDeep } from "./depth.js"
@@ -42,7 +43,7 @@ export class InputRelay {
     caller: Caller,
     request: { readonly method: string; readonly params: unknown },
     send: (message: Record<string, unknown>) => boolean,
-    signal: AbortSignal,
+    signal: Cancellation,
     deadline: number
   ): Promise<InputAnswer> | undefined {
     const owner = callerKey(caller)

@@ -11,6 +11,7 @@ import { closeSpan, openSpan, type TraceHeaders, Tracing } from "../../observabi
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
+import { abortSignalOf, type Cancellation } from "../../runtime/cancellation.js"
 import { HttpTools } from "../../sources/http/service.js"
 import { withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { GatewayToolRunner } from "../catalog/gateway-tools.js"
@@ -46,7 +47,7 @@ export interface ToolCallRequest {
   /** The caller's JSON-RPC id: a `notifications/cancelled` names it. */
   readonly requestId: string | number
   /** The request's cancellation: disconnect, request_timeout, generation closing. */
-  readonly signal: AbortSignal
+  readonly signal: Cancellation
   /** Absolute deadline (ms since epoch) for the backend's answer. */
   readonly deadline: number
   /** Progress the backend reports, when the caller asked for it. */
@@ -501,7 +502,7 @@ export const ToolCallsLive = Layer.scoped(
           request.requestId,
           request.signal,
           (signal) =>
-            forward(target, request.onProgress, signal, (client, options) =>
+            forward(target, request.onProgress, abortSignalOf(signal), (client, options) =>
               // The SDK sends `headers` with this request, beside the `Mcp-Param-*` ones it builds.
               client.callTool(params, trace === undefined ? options : { ...options, headers: { ...trace } })
             ),
@@ -545,10 +546,12 @@ export const ToolCallsLive = Layer.scoped(
           // An answer that arrives after the call was cancelled (the policy withdrew it, the caller cancelled
           // it) is not the call's answer: the cancellation is, whatever the service made of the abort.
           (signal) =>
-            runPromise(Effect.either(http.call(endpoint, spec, request.arguments, signal))).then((outcome) => {
-              if (signal.aborted) throw signal.reason
-              return outcome
-            }),
+            runPromise(Effect.either(http.call(endpoint, spec, request.arguments, abortSignalOf(signal)))).then(
+              (outcome) => {
+                if (signal.aborted) throw signal.reason
+                return outcome
+              }
+            ),
           stillAllowed(tool, request.arguments, approved)
         )
         if (outcome._tag === "Left") return error(ProtocolErrorCode.InvalidParams, outcome.left.message)

@@ -3,6 +3,7 @@ import { CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY } from "@modelcontex
 import type { Context, Tracer } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
+import type { Cancellation } from "../../runtime/cancellation.js"
 import { version } from "../../version.js"
 import { type ClientProfile, profileOfSessionId } from "../calls/client-profile.js"
 import type { ToolCalls } from "../calls/tool-calls.js"
@@ -65,7 +66,7 @@ export interface DirectCallContext {
   readonly view: View
   readonly toolCalls: Context.Tag.Service<ToolCalls>
   /** The request's cancellation: disconnect, request_timeout, generation closing. */
-  readonly signal: AbortSignal
+  readonly signal: Cancellation
   /** Absolute deadline (ms since epoch) for the backend's answer. */
   readonly deadline: number
   /** The request's span, when tracing is on. */

@@ -23,6 +23,7 @@ import { methodLabel, metrics } from "../../observability/metrics.js"
 import { closeSpan, incomingParent, openSpan, Tracing } from "../../observability/tracing.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
+import { abortSignalOf, type Cancellation, Canceller } from "../../runtime/cancellation.js"
 import { GenerationRequests } from "../../runtime/requests-in-flight.js"
 import { StoreHealth } from "../../store/health.js"
 import { unavailableReason } from "../../store/unavailable.js"
@@ -183,7 +184,7 @@ export const McpPostLive = Layer.scoped(
       request: IncomingMessage,
       reply: Reply,
       allowedOrigin: boolean,
-      signal: AbortSignal,
+      signal: Cancellation,
       started: number,
       observed: Observed
     ) => {
@@ -227,7 +228,11 @@ export const McpPostLive = Layer.scoped(
         return reply.message(200, { jsonrpc: "2.0", id, error: { code: -32602, message: problem } })
       }
       const response = await endpoint.serve(
-        new Request(config.server.public_url, { method: "POST", headers: sdkRequestHeaders(request.headers), signal }),
+        new Request(config.server.public_url, {
+          method: "POST",
+          headers: sdkRequestHeaders(request.headers),
+          signal: abortSignalOf(signal)
+        }),
         parsed.message,
         { view, deadline, span }
       )
@@ -247,9 +252,9 @@ export const McpPostLive = Layer.scoped(
      * caller may no longer subscribe: decided again after every policy change and every
      * `STREAM_RECHECK_MS` (a revoked session, an expired token).
      */
-    const watchStream = (request: IncomingMessage, response: ServerResponse, controller: AbortController) => {
+    const watchStream = (request: IncomingMessage, response: ServerResponse, controller: Canceller) => {
       const end = (reason: string, subject: string | undefined) => {
-        if (controller.signal.aborted) return
+        if (controller.aborted) return
         controller.abort(accessWithdrawn)
         log(LogLevel.Info, "policy.listen_closed", { event: "policy.listen_closed", reason, subject: subject ?? null })
       }
@@ -289,7 +294,8 @@ export const McpPostLive = Layer.scoped(
       }
       const origin = request.headers.origin
       const allowedOrigin = originAllowed(origin)
-      const controller = new AbortController()
+      // A Canceller, not an AbortController: the same for this use, at a fraction of the CPU (src/runtime/cancellation.ts).
+      const controller = new Canceller()
       requests.onCancel(request, () => controller.abort(cancelledByGeneration))
       const timer = setTimeout(() => controller.abort(timedOut), requestTimeoutMs)
       const reply = new Reply(
@@ -323,14 +329,14 @@ export const McpPostLive = Layer.scoped(
         }
       })
       // A cancelled request is answered with the reason it was cancelled for, if it can still be answered.
-      controller.signal.addEventListener("abort", () => {
-        const reason: unknown = controller.signal.reason
+      controller.addEventListener("abort", () => {
+        const reason: unknown = controller.reason
         if (reason instanceof HttpError && !reply.sent) reply.error(reason)
         else reply.end()
       })
-      serve(request, reply, allowedOrigin, controller.signal, startedAt, observed).then(
+      serve(request, reply, allowedOrigin, controller, startedAt, observed).then(
         () => {
-          if (controller.signal.aborted) reply.end()
+          if (controller.aborted) reply.end()
         },
         (error: unknown) => {
           if (error instanceof HttpError) {

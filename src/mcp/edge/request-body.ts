@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http"
 import { HttpError } from "../../http/error-body.js"
 import { BodyNotRead, readBodyText } from "../../http/read-body.js"
+import type { Cancellation } from "../../runtime/cancellation.js"
 
 /**
  * Reading and parsing an /mcp body (docs/mcp.md, "Request limits"). Size and media type are HTTP
@@ -29,7 +30,7 @@ const unreadable = new HttpError({
 })
 
 /** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. Stops reading on `signal`. */
-export const readBody = (incoming: IncomingMessage, signal: AbortSignal): Promise<string> =>
+export const readBody = (incoming: IncomingMessage, signal: Cancellation): Promise<string> =>
   readBodyText(incoming, maxMcpBody, signal).catch((error: unknown) => {
     throw error instanceof BodyNotRead && error.reason === "too_large" ? tooLarge : unreadable
   })

@@ -13,6 +13,7 @@ import {
 import type { Context, Tracer } from "effect"
 import { isRecord } from "../../json.js"
 import type { View } from "../../policy/view.js"
+import { abortSignalOf } from "../../runtime/cancellation.js"
 import { version } from "../../version.js"
 import { AccessWithdrawn } from "../calls/in-flight.js"
 import { isLoggingLevel, type LoggingLevel } from "../calls/log-levels.js"
@@ -95,7 +96,7 @@ export const makeServerFactory = (deps: FactoryDeps) => {
           view.caller,
           ctx.mcpReq.id,
           ctx.mcpReq.signal,
-          (signal) => forwardWith(target(backend), progressOf(ctx), signal, send),
+          (signal) => forwardWith(target(backend), progressOf(ctx), abortSignalOf(signal), send),
           recheck
         )
         .catch((failure: unknown) => {

@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Either, Layer, Option, Queue, Runtime } from "effect"
 import { Config } from "../../config/service.js"
+import type { Cancellation } from "../../runtime/cancellation.js"
 import { noManagedSources } from "../../sources/schema.js"
 import type { BackendCatalog } from "../catalog/backend-catalog.js"
 import { GatewayTools } from "../catalog/gateway-tools.js"
@@ -62,7 +63,7 @@ export class Backends extends Context.Tag("gateway/Backends")<
       backend: number,
       previous: BackendChannel | undefined,
       until: number,
-      signal: AbortSignal
+      signal: Cancellation
     ) => Promise<BackendChannel | undefined>
     /** Runs `listener` after every index rebuild (the /mcp endpoint tells subscribed clients). */
     readonly onIndexChange: (listener: () => void) => void

@@ -3,6 +3,7 @@ import { LOG_LEVEL_META_KEY } from "@modelcontextprotocol/client"
 import { Agent, type Dispatcher, Pool } from "undici"
 import { isRecord } from "../../json.js"
 import type { TraceHeaders } from "../../observability/tracing.js"
+import type { Cancellation } from "../../runtime/cancellation.js"
 import { type ClientProfile, noProfile } from "../calls/client-profile.js"
 import { headerValue } from "../header-values.js"
 import { SseDecoder } from "../sse.js"
@@ -76,7 +77,7 @@ const logLevelKey = LOG_LEVEL_META_KEY
 const streamGraceMs = 1_000
 
 export interface CallOptions {
-  readonly signal: AbortSignal
+  readonly signal: Cancellation
   readonly timeoutMs: number
   /** Progress the backend reports for this call (`notifications/progress` params, token removed). */
   readonly onProgress?: (progress: Record<string, unknown>) => void
@@ -154,8 +155,6 @@ export interface ChannelSettings {
 
 /** A backend answer larger than this is refused rather than buffered (JSON) or held (one SSE event). */
 export const maxBackendAnswer = 32 * 1024 * 1024
-
-const asObject = (value: unknown): Record<string, unknown> => (isRecord(value) ? value : {})
 
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
   isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
@@ -244,14 +243,14 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
   const path = `${url.pathname}${url.search}`
   let counter = 0
 
-  const headersFor = async (session: BackendSession, method: string | undefined, name: string | undefined) => {
+  /** A request's headers but the credentials a token source gives (`headersFor` adds them). */
+  const headersBut = (session: BackendSession, method: string | undefined, name: string | undefined) => {
     const headers: Record<string, string> = {
       ...settings.headers,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": session.protocolVersion
     }
-    if (tokens !== undefined) headers["authorization"] = `Bearer ${await tokens.token()}`
     if (session.sessionId !== undefined) headers["mcp-session-id"] = session.sessionId
     if (session.era === "modern" && method !== undefined) {
       headers["mcp-method"] = method
@@ -260,14 +259,29 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     return headers
   }
 
-  const envelope = (session: BackendSession, capabilities: Record<string, unknown> = {}): Record<string, unknown> =>
-    session.era === "modern"
-      ? {
-          "io.modelcontextprotocol/protocolVersion": session.protocolVersion,
-          "io.modelcontextprotocol/clientInfo": settings.clientInfo,
-          "io.modelcontextprotocol/clientCapabilities": capabilities
-        }
-      : {}
+  const headersFor = async (session: BackendSession, method: string | undefined, name: string | undefined) => {
+    const headers = headersBut(session, method, name)
+    if (tokens !== undefined) headers["authorization"] = `Bearer ${await tokens.token()}`
+    return headers
+  }
+
+  /** A call's `_meta`: the 2026-07-28 envelope, the caller's log level, the progress token; undefined when empty. */
+  const metaOf = (session: BackendSession, options: CallOptions, id: string) => {
+    const meta: Record<string, unknown> | undefined =
+      session.era === "modern"
+        ? {
+            "io.modelcontextprotocol/protocolVersion": session.protocolVersion,
+            "io.modelcontextprotocol/clientInfo": settings.clientInfo,
+            "io.modelcontextprotocol/clientCapabilities": options.clientCapabilities ?? {}
+          }
+        : options.onProgress === undefined
+          ? undefined
+          : {}
+    if (meta === undefined) return undefined
+    if (options.logLevel !== undefined && session.era === "modern") meta[logLevelKey] = options.logLevel
+    if (options.onProgress !== undefined) meta["progressToken"] = id
+    return meta
+  }
 
   /** Fire and forget: one message the backend needs no answer to (a notification, or our answer to its request). */
   const post = (session: BackendSession, method: string | undefined, message: unknown) => {
@@ -326,17 +340,13 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
     new Promise<ChannelAnswer>((resolve, reject) => {
       if (session === undefined) return reject(new ChannelFailure("failed", "not connected"))
       const id = `gw-${++counter}`
-      const meta = {
-        ...envelope(session, options.clientCapabilities),
-        ...(options.logLevel !== undefined && session.era === "modern" ? { [logLevelKey]: options.logLevel } : {}),
-        ...(options.onProgress === undefined ? {} : { progressToken: id })
-      }
+      const meta = metaOf(session, options, id)
+      const own = params["_meta"]
       const body = JSON.stringify({
         jsonrpc: "2.0",
         id,
         method,
-        params:
-          Object.keys(meta).length === 0 ? params : { ...params, _meta: { ...meta, ...asObject(params["_meta"]) } }
+        params: meta === undefined ? params : { ...params, _meta: isRecord(own) ? { ...meta, ...own } : meta }
       })
       let settled = false
       let requestsAnswered = 0
@@ -559,13 +569,15 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       const send = (retried: boolean) => {
         const attempt: Attempt = { retried, request: undefined, answered: false }
         current = attempt
-        headersFor(session, method, name).then(
-          (headers) => {
-            if (settled) return
-            const sent = options.trace === undefined ? headers : { ...headers, ...options.trace }
-            connections.dispatch({ origin, method: "POST", path, headers: sent, body }, reader(attempt))
-          },
-          () => fail("failed", "no token for the backend could be obtained")
+        const dispatch = (headers: Record<string, string>) => {
+          if (settled) return
+          const sent = options.trace === undefined ? headers : { ...headers, ...options.trace }
+          connections.dispatch({ origin, method: "POST", path, headers: sent, body }, reader(attempt))
+        }
+        // Without a token source the request goes at once, not a promise's turn later.
+        if (tokens === undefined) return dispatch(headersBut(session, method, name))
+        headersFor(session, method, name).then(dispatch, () =>
+          fail("failed", "no token for the backend could be obtained")
         )
       }
       send(false)
