@@ -194,17 +194,27 @@ describe("which requests take the direct path", () => {
   })
 })
 
-/** The backend answers `ask` with a 2026-07-28 multi-round-trip request for input. */
+/**
+ * The backend answers `ask` with a 2026-07-28 multi-round-trip request for input, and `odd` with a result
+ * whose keys are written as raw JSON: `__proto__` among them, in the result and in its `_meta`.
+ */
 const askForInput = (body: unknown) => {
   const message = body as { id?: unknown; method?: string; params?: { name?: string } } | undefined
-  if (message?.method !== "tools/call" || message.params?.name !== "ask") return undefined
+  if (message?.method !== "tools/call") return undefined
+  const answer = (text: string) => new Response(text, { headers: { "content-type": "application/json" } })
+  if (message.params?.name === "odd") {
+    return answer(
+      `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"__proto__":{"polluted":true},` +
+        `"content":[{"type":"text","text":"odd"}],"extra":1,"_meta":{"io.modelcontextprotocol/serverInfo":` +
+        `{"name":"backend","version":"1"},"__proto__":{"inMeta":true},"com.example/kept":"yes"}}}`
+    )
+  }
+  if (message.params?.name !== "ask") return undefined
   const result = {
     resultType: "input_required",
     inputRequests: { confirm: { method: "elicitation/create", params: {} } }
   }
-  return new Response(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }), {
-    headers: { "content-type": "application/json" }
-  })
+  return answer(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }))
 }
 
 let alpha: TestBackend
@@ -218,6 +228,7 @@ beforeAll(async () => {
     (server, aborted) => {
       alphaTools(server, aborted)
       server.registerTool("ask", { inputSchema: z.object({}) }, async () => ({ content: [] }))
+      server.registerTool("odd", { inputSchema: z.object({}) }, async () => ({ content: [] }))
       server.registerTool("links", { inputSchema: z.object({}) }, async () => ({
         content: [
           { type: "text", text: "see note://readme" },
@@ -324,6 +335,42 @@ describe("the direct path through the gateway", () => {
       }
     })
   })
+
+  it.each(["modern", "legacy"] as const)(
+    "passes a result's own keys on as data, __proto__ included, and its _meta but the reserved keys (%s request)",
+    async (era) => {
+      const token = await gateway.token()
+      const response = await rawPost(
+        gateway.mcpUrl,
+        JSON.stringify(
+          era === "modern"
+            ? call({ name: "alpha__odd", arguments: {} })
+            : { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "alpha__odd", arguments: {} } }
+        ),
+        era === "modern"
+          ? { ...callHeaders("alpha__odd"), authorization: `Bearer ${token}` }
+          : { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
+      )
+      expect(lastCallId(alpha)).toMatch(/^gw-/)
+      const text = await response.text()
+      const json = text.startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "")
+      // Own keys, not prototypes: the answer names them as it was given them.
+      expect(json).toContain(`"__proto__":{"polluted":true}`)
+      expect(json).toContain(`"__proto__":{"inMeta":true}`)
+      const { result } = JSON.parse(json) as { result: Record<string, unknown> }
+      expect(Object.hasOwn(result, "__proto__")).toBe(true)
+      expect(result["extra"]).toBe(1)
+      expect(result["content"]).toEqual([{ type: "text", text: "odd" }])
+      const meta = result["_meta"] as Record<string, unknown>
+      expect(meta["com.example/kept"]).toBe("yes")
+      expect(Object.hasOwn(meta, "__proto__")).toBe(true)
+      expect(meta["io.modelcontextprotocol/serverInfo"]).toEqual(
+        era === "modern" ? { name: "gateway", version: expect.any(String) } : undefined
+      )
+      expect(Object.getPrototypeOf(result)).toBe(Object.prototype)
+      expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined()
+    }
+  )
 
   it("a header that does not mirror the body is refused exactly as the SDK refuses it, and never reaches a backend", async () => {
     const before = alpha.requests.length

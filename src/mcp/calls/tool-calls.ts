@@ -6,20 +6,20 @@ import { approvalSettingsOf } from "../../approvals/settings.js"
 import { type ApprovalSource, sourceHashOf } from "../../approvals/source.js"
 import { Config } from "../../config/service.js"
 import { EventLimiter, securityEvent } from "../../events/security-log.js"
-import { isRecord } from "../../json.js"
+import { isRecord, putField } from "../../json.js"
 import { closeSpan, openSpan, type TraceHeaders, Tracing } from "../../observability/tracing.js"
 import type { CallDecision } from "../../policy/decide.js"
 import { PolicyEngine } from "../../policy/engine.js"
 import type { View } from "../../policy/view.js"
 import { abortSignalOf, type Cancellation } from "../../runtime/cancellation.js"
 import { HttpTools } from "../../sources/http/service.js"
-import { withoutReservedMeta } from "../catalog/backend-catalog.js"
+import { unreservedMeta, withoutReservedMeta } from "../catalog/backend-catalog.js"
 import type { GatewayToolRunner } from "../catalog/gateway-tools.js"
 import type { ExposedTool, ToolTarget } from "../catalog/index.js"
 import { exposeContentUris, type Naming, namingOf } from "../catalog/naming.js"
 import { shortText } from "../echo.js"
 import { Backends } from "../upstream/backends.js"
-import { type BackendChannel, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
+import { type BackendChannel, type CallOptions, ChannelFailure, type JsonRpcErrorObject } from "../upstream/channel.js"
 import {
   answerDropped,
   backendFailed,
@@ -145,8 +145,26 @@ const callResult = (
     (Array.isArray(content) && content.every((block) => isRecord(block) && typeof block["type"] === "string"))
   if (!blocks || (isError !== undefined && typeof isError !== "boolean")) return undefined
   if (structuredContent !== undefined && !isRecord(structuredContent)) return undefined
-  const { resultType: _, ...rest } = withoutReservedMeta(result as { _meta?: unknown; resultType?: unknown })
-  return { ...rest, content: exposeContentUris(naming, content ?? []) }
+  return exposedResult(result, naming)
+}
+
+/**
+ * A CallToolResult as the caller gets it: without `resultType` (the protocol layer stamps its own) and
+ * the reserved `_meta` keys, its content's resource URIs exposed. Built key by key (`putField`), not by
+ * spreads: this runs on every forwarded call.
+ */
+const exposedResult = (result: Record<string, unknown>, naming: Naming): Record<string, unknown> => {
+  const exposed: Record<string, unknown> = {}
+  for (const key of Object.keys(result)) {
+    if (key === "resultType" || key === "_meta") continue
+    putField(exposed, key, key === "content" ? exposeContentUris(naming, result[key] ?? []) : result[key])
+  }
+  if (!Object.hasOwn(exposed, "content")) exposed["content"] = exposeContentUris(naming, [])
+  const meta = result["_meta"]
+  // An object: without the reserved keys (dropped when none is left); anything else is passed on as it came.
+  const kept = meta !== null && typeof meta === "object" ? unreservedMeta(meta) : meta
+  if (kept !== undefined) exposed["_meta"] = kept
+  return exposed
 }
 
 /** Of a caller's client capabilities, those that let a backend ask it for input. */
@@ -349,12 +367,14 @@ export const ToolCallsLive = Layer.scoped(
       }
       const callTimeout = Duration.toMillis(slot.config.timeouts.call)
       const { onProgress, onLog, logLevel, multiRound, askCaller, clientProfile } = request
-      const paramsWith = (input: { inputResponses?: unknown; requestState?: unknown } | undefined) => ({
-        name: original,
-        ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
-        ...(input?.inputResponses === undefined ? {} : { inputResponses: input.inputResponses }),
-        ...(input?.requestState === undefined ? {} : { requestState: input.requestState })
-      })
+      // Members set one by one rather than spread in: this runs on every call.
+      const paramsWith = (input: { inputResponses?: unknown; requestState?: unknown } | undefined) => {
+        const params: Record<string, unknown> = { name: original }
+        if (request.arguments !== undefined) params["arguments"] = request.arguments
+        if (input?.inputResponses !== undefined) params["inputResponses"] = input.inputResponses
+        if (input?.requestState !== undefined) params["requestState"] = input.requestState
+        return params
+      }
       let params = paramsWith(multiRound)
       // The input a 2026-07-28 backend may ask for: what the 2026-07-28 caller declared; when the gateway
       // asks a 2025-era caller itself, what that caller declared in `initialize` (its session id), or
@@ -390,22 +410,28 @@ export const ToolCallsLive = Layer.scoped(
               }
               return askCaller(asked)
             }
+      const optionsWith = (signal: Cancellation) => {
+        const options: { -readonly [K in keyof CallOptions]: CallOptions[K] } = {
+          signal,
+          timeoutMs: Math.min(callTimeout, request.deadline - Date.now())
+        }
+        if (onProgress !== undefined) options.onProgress = onProgress
+        if (onLog !== undefined) options.onLog = atLeast(logLevel, onLog)
+        if (logLevel !== undefined) options.logLevel = logLevel
+        if (capabilities !== undefined) options.clientCapabilities = capabilities
+        if (onRequest !== undefined) {
+          options.profile = profile
+          options.onRequest = onRequest
+        }
+        if (trace !== undefined) options.trace = trace
+        return options
+      }
       const send = (over: BackendChannel) =>
         inFlight.track(
           request.view.caller,
           request.requestId,
           request.signal,
-          (signal) =>
-            over.call("tools/call", params, original, {
-              signal,
-              timeoutMs: Math.min(callTimeout, request.deadline - Date.now()),
-              ...(onProgress === undefined ? {} : { onProgress }),
-              ...(onLog === undefined ? {} : { onLog: atLeast(logLevel, onLog) }),
-              ...(logLevel === undefined ? {} : { logLevel }),
-              ...(capabilities === undefined ? {} : { clientCapabilities: capabilities }),
-              ...(onRequest === undefined ? {} : { profile, onRequest }),
-              ...(trace === undefined ? {} : { trace })
-            }),
+          (signal) => over.call("tools/call", params, original, optionsWith(signal)),
           stillAllowed(tool, request.arguments, approved)
         )
       // A backend that restarted has forgotten its sessions and ran nothing: once the worker has opened

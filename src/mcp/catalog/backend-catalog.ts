@@ -1,4 +1,5 @@
 import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from "@modelcontextprotocol/client"
+import { putField } from "../../json.js"
 
 /** What one backend offers, as fetched from it (every page of every list). */
 export interface BackendCatalog {
@@ -19,9 +20,20 @@ const reservedMetaPrefix = "io.modelcontextprotocol/"
 export const withoutReservedMeta = <T extends { readonly _meta?: unknown }>(value: T): T => {
   const meta = value._meta
   if (meta === undefined || meta === null || typeof meta !== "object") return value
-  const entries = Object.entries(meta).filter(([key]) => !key.startsWith(reservedMetaPrefix))
+  const kept = unreservedMeta(meta)
   const { _meta: _, ...rest } = value
-  return (entries.length === 0 ? rest : { ...rest, _meta: Object.fromEntries(entries) }) as T
+  return (kept === undefined ? rest : { ...rest, _meta: kept }) as T
+}
+
+/** A `_meta` object's keys but the reserved ones, as a new object; undefined when none is left. */
+export const unreservedMeta = (meta: object): Record<string, unknown> | undefined => {
+  let kept: Record<string, unknown> | undefined
+  for (const key of Object.keys(meta)) {
+    if (key.startsWith(reservedMetaPrefix)) continue
+    kept ??= {}
+    putField(kept, key, (meta as Record<string, unknown>)[key])
+  }
+  return kept
 }
 
 /** The `Mcp-Param-*` headers a tool's input schema declares (SEP-2243), for the CORS allow-list. */

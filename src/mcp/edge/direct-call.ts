@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http"
 import { CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY } from "@modelcontextprotocol/server"
 import type { Context, Tracer } from "effect"
-import { isRecord } from "../../json.js"
+import { isRecord, putField } from "../../json.js"
 import type { View } from "../../policy/view.js"
 import type { Cancellation } from "../../runtime/cancellation.js"
 import { version } from "../../version.js"
 import { type ClientProfile, profileOfSessionId } from "../calls/client-profile.js"
-import type { ToolCalls } from "../calls/tool-calls.js"
+import type { ToolCallRequest, ToolCalls } from "../calls/tool-calls.js"
 import { plainHeaderValue } from "../header-values.js"
 import { type DirectRequest, directRequest } from "./direct.js"
 import type { Reply } from "./reply.js"
@@ -80,12 +80,30 @@ const tooManyWaiting = {
   error: { code: -32603, message: "Too many requests for input are waiting for this caller's answers." }
 }
 
-/** A result as a 2026-07-28 answer carries it: complete, with the gateway's own identity. */
+/**
+ * A result as a 2026-07-28 answer carries it: complete, with the gateway's own identity. A copy, key by
+ * key in the result's order (`putField`: this runs on every call), `resultType` and `_meta` added last
+ * when the result has none.
+ */
 const stamped = (result: Record<string, unknown>, era: DirectCall["era"]) => {
   if (era === "legacy") return result
-  const meta = isRecord(result["_meta"]) ? result["_meta"] : {}
-  const resultType = result["resultType"] ?? "complete"
-  return { ...result, resultType, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } }
+  const answer: Record<string, unknown> = {}
+  for (const key of Object.keys(result)) {
+    if (key === "resultType") answer[key] = result[key] ?? "complete"
+    else if (key === "_meta") answer[key] = stampedMeta(result[key])
+    else putField(answer, key, result[key])
+  }
+  if (!Object.hasOwn(answer, "resultType")) answer["resultType"] = "complete"
+  if (!Object.hasOwn(answer, "_meta")) answer["_meta"] = stampedMeta(undefined)
+  return answer
+}
+
+/** A result's `_meta` (when it is an object) with the gateway's identity in it. */
+const stampedMeta = (meta: unknown): Record<string, unknown> => {
+  const stamped: Record<string, unknown> = {}
+  if (isRecord(meta)) for (const key of Object.keys(meta)) putField(stamped, key, meta[key])
+  stamped[SERVER_INFO_META_KEY] = serverInfo
+  return stamped
 }
 
 /** Calls the tool (ToolCalls) and answers on `reply`; progress the backend reports is streamed first (SSE). */
@@ -115,36 +133,45 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
             context.deadline
           ) ?? Promise.resolve(tooManyWaiting)
       : undefined
-  const outcome = await context.toolCalls.call({
+  // Optional members set one by one rather than spread in: this runs on every call.
+  const request: Mutable<ToolCallRequest> = {
     view: context.view,
     name: call.name,
     arguments: call.arguments,
     requestId: call.id,
     signal: context.signal,
-    deadline: context.deadline,
-    ...(context.span === undefined ? {} : { span: context.span }),
-    ...(onProgress === undefined ? {} : { onProgress }),
+    deadline: context.deadline
+  }
+  if (context.span !== undefined) request.span = context.span
+  if (onProgress !== undefined) request.onProgress = onProgress
+  if (onLog !== undefined) {
+    request.onLog = onLog
     // `debug`: the whole log, also from a 2026-07-28 backend, which logs only at a level the request names.
-    ...(onLog === undefined ? {} : { onLog, logLevel: "debug" as const }),
-    ...(askCaller === undefined ? {} : { askCaller }),
-    ...(call.clientProfile === undefined ? {} : { clientProfile: call.clientProfile }),
-    ...(call.era === "modern"
-      ? {
-          multiRound: {
-            inputResponses: call.inputResponses,
-            requestState: call.requestState,
-            clientCapabilities: call.clientCapabilities
-          }
-        }
-      : {})
-  })
+    request.logLevel = "debug"
+  }
+  if (askCaller !== undefined) request.askCaller = askCaller
+  if (call.clientProfile !== undefined) request.clientProfile = call.clientProfile
+  if (call.era === "modern") {
+    request.multiRound = {
+      inputResponses: call.inputResponses,
+      requestState: call.requestState,
+      clientCapabilities: call.clientCapabilities
+    }
+  }
+  const outcome = await context.toolCalls.call(request)
   if (outcome._tag === "Cancelled") return
-  const body = outcome._tag === "Result" ? { result: stamped(outcome.result, call.era) } : { error: outcome.error }
-  reply.message(200, { jsonrpc: "2.0", id: call.id, ...body })
+  reply.message(
+    200,
+    outcome._tag === "Result"
+      ? { jsonrpc: "2.0", id: call.id, result: stamped(outcome.result, call.era) }
+      : { jsonrpc: "2.0", id: call.id, error: outcome.error }
+  )
   // What the backend's answer holds of the gateway-wide budget stays counted until the caller has it all
   // (the serialized answer waits in the socket's buffer meanwhile), or its connection is gone.
   if (outcome._tag === "Result" && outcome.release !== undefined) whenClosed(reply.response, outcome.release)
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 const capabilitiesOf = (params: Record<string, unknown>): Record<string, unknown> | undefined => {
   const meta = params["_meta"]

@@ -301,7 +301,9 @@ export const McpPostLive = Layer.scoped(
       const reply = new Reply(
         response,
         requestId,
-        { ...corsHeaders(allowedOrigin ? origin : undefined), "x-request-id": requestId },
+        allowedOrigin && origin !== undefined
+          ? { ...corsHeaders(origin), "x-request-id": requestId }
+          : { "x-request-id": requestId },
         acceptsStream(request.headers.accept),
         () => {
           clearTimeout(timer)

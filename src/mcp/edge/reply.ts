@@ -31,12 +31,11 @@ export class Reply {
 
   private send(status: number, type: string, body: string, extra?: Readonly<Record<string, string>>) {
     if (this.sent) return
-    this.response.writeHead(status, {
-      ...this.headers,
-      ...extra,
-      "content-type": type,
-      "content-length": Buffer.byteLength(body)
-    })
+    // Object.assign onto a fresh object rather than a spread: this runs on every answer.
+    const headers: Record<string, string | number> = Object.assign({}, this.headers, extra)
+    headers["content-type"] = type
+    headers["content-length"] = Buffer.byteLength(body)
+    this.response.writeHead(status, headers)
     this.response.end(body)
   }
 
