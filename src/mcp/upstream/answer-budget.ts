@@ -24,23 +24,14 @@ export class AnswerBudget {
 
   /** A hold for one answer, checked against `limit` bytes in all. */
   hold(limit: number): AnswerHold {
-    let mine = 0
-    return {
-      get bytes() {
-        return mine
-      },
-      to: (bytes) => {
-        const more = bytes - mine
-        if (more > 0 && this.heldBytes + more > limit) return false
-        this.heldBytes += more
-        mine = bytes
-        return true
-      },
-      release: () => {
-        this.heldBytes -= mine
-        mine = 0
-      }
-    }
+    return new Hold(this, limit)
+  }
+
+  /** For `Hold`: adds `more` bytes (negative: gives them back); false, adding nothing, when that would pass `limit`. */
+  adjust(more: number, limit: number): boolean {
+    if (more > 0 && this.heldBytes + more > limit) return false
+    this.heldBytes += more
+    return true
   }
 
   /**
@@ -67,6 +58,35 @@ export interface AnswerHold {
   readonly to: (bytes: number) => boolean
   /** Gives back everything this answer holds; idempotent. */
   readonly release: () => void
+}
+
+/**
+ * One answer's hold. A class, not an object literal with a getter: a forwarded call makes one, and
+ * V8 turns a literal with an accessor into a dictionary-mode object every time (docs/benchmarks.md,
+ * 2026-11-27). `to` and `release` are bound: they are passed on as callbacks.
+ */
+class Hold implements AnswerHold {
+  private mine = 0
+
+  constructor(
+    private readonly budget: AnswerBudget,
+    private readonly limit: number
+  ) {}
+
+  get bytes(): number {
+    return this.mine
+  }
+
+  readonly to = (bytes: number): boolean => {
+    if (!this.budget.adjust(bytes - this.mine, this.limit)) return false
+    this.mine = bytes
+    return true
+  }
+
+  readonly release = (): void => {
+    this.budget.adjust(-this.mine, Number.POSITIVE_INFINITY)
+    this.mine = 0
+  }
 }
 
 /**
