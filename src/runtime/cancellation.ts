@@ -15,27 +15,43 @@ export interface Cancellation {
  * `AbortController` and its signal in one small object. On Node 20 every `AbortController` builds its
  * `AbortSignal` as an `EventTarget` with a prototype of its own map, and adding or removing a listener
  * goes through the `EventTarget` machinery: with two per forwarded call that was 6-7 % of the gateway's
- * CPU at 32 connections. Same semantics for what the gateway uses: listeners run once, synchronously,
- * in the order they were added, when `abort` is first called; one added after that never runs; adding
- * one twice adds it once; a listener that throws does not keep the others from running, and its error
- * is reported as an uncaught exception, as `EventTarget` reports it.
+ * CPU at 32 connections. Same semantics for what the gateway uses:
+ * - listeners run once, synchronously, in the order they were added, when `abort` is first called;
+ * - one removed by a listener before its turn does not run;
+ * - one added after the first call never runs, also when a listener adds it (the DOM's rule; Node 20's
+ *   EventTarget would run that one, and no caller adds a listener to an aborted signal);
+ * - adding one twice adds it once;
+ * - a listener that throws does not keep the others from running, and its error is reported as an
+ *   uncaught exception, as `EventTarget` reports it;
+ * - `aborted` and `reason` are read-only.
  *
  * Where a real `AbortSignal` is needed (fetch, the MCP SDK), `abortSignalOf` makes one that follows.
  */
 export class Canceller implements Cancellation {
-  aborted = false
-  reason: unknown = undefined
-  private listeners: Array<() => void> | undefined = undefined
+  private fired = false
+  private why: unknown = undefined
+  // Removed while the abort runs: left as a hole, so the running loop skips it (as EventTarget does).
+  private listeners: Array<(() => void) | undefined> | undefined = undefined
+
+  get aborted(): boolean {
+    return this.fired
+  }
+
+  get reason(): unknown {
+    return this.why
+  }
 
   /** Fires once; `reason` defaults to an `AbortError`, as `AbortController.abort()` gives. */
   abort(reason: unknown = new DOMException("This operation was aborted", "AbortError")): void {
-    if (this.aborted) return
-    this.aborted = true
-    this.reason = reason
+    if (this.fired) return
+    this.fired = true
+    this.why = reason
     const listeners = this.listeners
-    this.listeners = undefined
     if (listeners === undefined) return
-    for (const listener of listeners) {
+    for (let at = 0; at < listeners.length; at++) {
+      const listener = listeners[at]
+      if (listener === undefined) continue
+      listeners[at] = undefined
       try {
         listener()
       } catch (error) {
@@ -44,11 +60,12 @@ export class Canceller implements Cancellation {
         })
       }
     }
+    this.listeners = undefined
   }
 
   /** Every listener runs at most once (`once` or not): the abort happens once. */
   addEventListener(_type: "abort", listener: () => void, _options?: { readonly once?: boolean }): void {
-    if (this.aborted) return
+    if (this.fired) return
     if (this.listeners === undefined) this.listeners = [listener]
     else if (!this.listeners.includes(listener)) this.listeners.push(listener)
   }
@@ -57,7 +74,9 @@ export class Canceller implements Cancellation {
     const listeners = this.listeners
     if (listeners === undefined) return
     const at = listeners.indexOf(listener)
-    if (at >= 0) listeners.splice(at, 1)
+    if (at < 0) return
+    if (this.fired) listeners[at] = undefined
+    else listeners.splice(at, 1)
   }
 }
 

@@ -42,6 +42,38 @@ describe("Canceller: an AbortController's semantics for the hot path (src/runtim
     expect([removed, twice, late]).toEqual([0, 1, 0])
   })
 
+  it("skips a listener another removed during the abort, as AbortController does", () => {
+    type Target = Pick<Canceller, "addEventListener" | "removeEventListener">
+    const run = (target: Target, abort: () => void) => {
+      const seen: Array<string> = []
+      const second = () => seen.push("second")
+      target.addEventListener("abort", () => {
+        seen.push("first")
+        target.removeEventListener("abort", second)
+      })
+      target.addEventListener("abort", second)
+      target.addEventListener("abort", () => seen.push("third"))
+      abort()
+      return seen
+    }
+    const controller = new AbortController()
+    const expected = run(controller.signal, () => controller.abort())
+    expect(expected).toEqual(["first", "third"])
+    const canceller = new Canceller()
+    expect(run(canceller, () => canceller.abort())).toEqual(expected)
+  })
+
+  it("never runs a listener added by another during the abort (the DOM's rule; no caller adds one to an aborted signal)", () => {
+    const canceller = new Canceller()
+    const seen: Array<string> = []
+    canceller.addEventListener("abort", () => {
+      seen.push("first")
+      canceller.addEventListener("abort", () => seen.push("late"))
+    })
+    canceller.abort()
+    expect(seen).toEqual(["first"])
+  })
+
   it("runs the other listeners when one throws, and reports the error as uncaught, as EventTarget does", async () => {
     const canceller = new Canceller()
     let after = false

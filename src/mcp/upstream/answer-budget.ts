@@ -27,7 +27,10 @@ export class AnswerBudget {
     return new Hold(this, limit)
   }
 
-  /** For `Hold`: adds `more` bytes (negative: gives them back); false, adding nothing, when that would pass `limit`. */
+  /**
+   * For `Hold` only (an answer's count goes through its hold): adds `more` bytes (negative: gives them
+   * back); false, adding nothing, when that would pass `limit`.
+   */
   adjust(more: number, limit: number): boolean {
     if (more > 0 && this.heldBytes + more > limit) return false
     this.heldBytes += more
