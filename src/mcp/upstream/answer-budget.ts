@@ -58,7 +58,7 @@ export interface AnswerHold {
   /** What this answer holds now. */
   readonly bytes: number
   /** Holds `bytes` in all for this answer; false — holding what it held — when that would pass the limit. */
-  readonly to: (bytes: number) => boolean
+  to(bytes: number): boolean
   /** Gives back everything this answer holds; idempotent. */
   readonly release: () => void
 }
@@ -66,7 +66,8 @@ export interface AnswerHold {
 /**
  * One answer's hold. A class, not an object literal with a getter: a forwarded call makes one, and
  * V8 turns a literal with an accessor into a dictionary-mode object every time (docs/benchmarks.md,
- * 2026-11-27). `to` and `release` are bound: they are passed on as callbacks.
+ * 2026-11-27). `release` is bound, since it is passed on as a callback (`handOff`); `to` is only ever
+ * called on the hold, so it is a method of the class rather than a closure per hold.
  */
 class Hold implements AnswerHold {
   private mine = 0
@@ -80,7 +81,7 @@ class Hold implements AnswerHold {
     return this.mine
   }
 
-  readonly to = (bytes: number): boolean => {
+  to(bytes: number): boolean {
     if (!this.budget.adjust(bytes - this.mine, this.limit)) return false
     this.mine = bytes
     return true
