@@ -15,7 +15,9 @@
  * `--trace-gc` counts the gateway's garbage collections during the measured calls
  * (MCP_PROFILE_GC_LINES=1 also prints each one's line); `--heap-sample` samples its allocations
  * (`--heap-live`: only those still reachable at exit); `--attach S` prints the gateways' pids and waits
- * S seconds (to attach `strace -c -f -p` or perf) before measuring.
+ * S seconds (to attach `strace -c -f -p` or perf) before measuring; `--node-flags "<flags>"` starts the
+ * gateways with those Node flags (e.g. `--perf-basic-prof --interpreted-frames-native-stack`, for
+ * `perf record -e cpu-clock -g -p <pid>`).
  */
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -93,13 +95,16 @@ interface Gateway {
 }
 
 // As startGateway starts it (--dev: the key comes from the deployment's development key file), with
-// --cpu-prof or --trace-gc in front when asked (Node refuses both in NODE_OPTIONS).
+// --cpu-prof, --trace-gc or other flags in front when asked (Node refuses some in NODE_OPTIONS).
 const start = async (label: string, entry: string): Promise<Gateway> => {
   const deployment = await newDeployment({ backends })
   const flags = [
     ...(profile ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${profileDir}`] : []),
     ...(traceGc ? ["--trace-gc"] : []),
-    ...(heapSample ? ["--import", heapSampler] : [])
+    ...(heapSample ? ["--import", heapSampler] : []),
+    ...(option("--node-flags")
+      ?.split(" ")
+      .filter((flag) => flag !== "") ?? [])
   ]
   const child =
     flags.length > 0

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { appendFileSync } from "node:fs"
+import { join } from "node:path"
 import { createInterface } from "node:readline"
 
 export interface ExitStatus {
@@ -23,6 +25,11 @@ export interface Child {
 }
 
 const TAIL_LINES = 40
+/**
+ * A directory to copy every child's output into (`<name>.log`, each line after the milliseconds since
+ * the spawn), for reading a run afterwards beside the bench's own timeline.
+ */
+const childLogs = process.env["BENCH_CHILD_LOGS"]
 const live = new Set<ChildProcess>()
 
 // A crashed or interrupted bench must not leave servers holding ports. Signals are turned into an
@@ -54,8 +61,10 @@ export const startProcess = (
     })
   })
   // Output is always drained: a full pipe would block the server and distort the figures.
+  const logFile = childLogs === undefined ? undefined : join(childLogs, `${name.replace(/[^A-Za-z0-9-]/g, "_")}.log`)
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on("line", (line) => {
+      if (logFile !== undefined) appendFileSync(logFile, `${(performance.now() - spawnedAt).toFixed(0)} ${line}\n`)
       lines.push(line)
       if (lines.length > TAIL_LINES) lines.shift()
       for (const watcher of watchers) watcher(line)

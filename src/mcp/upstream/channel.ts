@@ -159,17 +159,24 @@ export const maxBackendAnswer = 32 * 1024 * 1024
 const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
   isRecord(value) && Number.isInteger(value["code"]) && typeof value["message"] === "string"
 
-/** Of a repeated header the first counts, as node:http does. */
-const firstHeader = (headers: Record<string, string | string[] | undefined>, name: string) => {
-  const value = headers[name]
-  return Array.isArray(value) ? value[0] : value
+/**
+ * A header of an answer as undici hands it over (name, value, name, value …, as bytes), by its
+ * lower-case `name`; of a repeated header the first counts, as node:http does. Only names of the
+ * same length are decoded.
+ */
+export const rawHeader = (raw: ReadonlyArray<Buffer | string> | null, name: string): string | undefined => {
+  if (raw === null) return undefined
+  for (let at = 0; at + 1 < raw.length; at += 2) {
+    const key = raw[at]!
+    if (key.length === name.length && key.toString("latin1").toLowerCase() === name)
+      return raw[at + 1]!.toString("latin1")
+  }
+  return undefined
 }
 
 /** The answer's media type. */
-const mediaType = (headers: Record<string, string | string[] | undefined>) => {
-  const first = firstHeader(headers, "content-type")
-  return first === undefined ? "" : first.split(";", 1)[0]!.trim().toLowerCase()
-}
+const mediaType = (contentType: string | undefined) =>
+  contentType === undefined ? "" : contentType.split(";", 1)[0]!.trim().toLowerCase()
 
 /**
  * Requests a backend may send on one call's stream (roots, sampling, elicitation: each answered with
@@ -358,15 +365,19 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       // handle on its request, to close it when the call ends early.
       interface Attempt {
         readonly retried: boolean
-        request: Dispatcher.DispatchController | undefined
+        /** undici's abort of the request, once it is on a connection. */
+        abort: ((error: Error) => void) | undefined
+        aborted: boolean
         answered: boolean
       }
       let current: Attempt | undefined
+      const abortAttempt = (attempt: Attempt) => {
+        if (attempt.abort === undefined || attempt.aborted) return
+        attempt.aborted = true
+        attempt.abort(new Error("closed by the gateway"))
+      }
       const close = () => {
-        const request = current?.request
-        if (request !== undefined && current?.answered === false && !request.aborted) {
-          request.abort(new Error("closed by the gateway"))
-        }
+        if (current !== undefined && !current.answered) abortAttempt(current)
       }
       // `keep`: the answer's bytes stay counted, handed to the caller with the result.
       const settle = (then: () => void, keep = false) => {
@@ -442,7 +453,13 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         }
       }
 
-      /** How one attempt's answer is read. Once a later attempt has started, this one's answer is ignored. */
+      /**
+       * How one attempt's answer is read. Once a later attempt has started, this one's answer is ignored.
+       * undici's own handler interface (`onConnect` … `onComplete`), which its `request` and `fetch` use:
+       * given one with `onRequestStart`, `dispatch` wraps it in an adapter that builds a controller and
+       * an object of every header on each call, a few per cent of the gateway's CPU per forwarded call
+       * (docs/decisions.md, "Per-call overhead"). Only the two headers read here are decoded.
+       */
       const reader = (attempt: Attempt): Dispatcher.DispatchHandler => {
         const { retried } = attempt
         const superseded = () => current !== attempt
@@ -459,22 +476,22 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
         let linger: ReturnType<typeof setTimeout> | undefined
         let judge: (body: string | undefined) => void = () => {}
         return {
-          onRequestStart: (controller) => {
-            attempt.request = controller
-            if (settled || superseded()) controller.abort(new Error("closed by the gateway"))
+          onConnect: (abort) => {
+            attempt.abort = abort
+            if (settled || superseded()) abortAttempt(attempt)
           },
-          onResponseStart: (controller, status, headers) => {
-            if (status < 200) return
+          onHeaders: (status, headers) => {
+            if (status < 200) return true
             started = true
-            if (settled || superseded()) return
+            if (settled || superseded()) return true
             if (status === 401 && renewable && !retried) {
               tokens?.invalidate?.()
               send(true)
               // The refusal's body is not read; one that does not end soon must not hold its connection.
-              linger = setTimeout(() => controller.abort(new Error("closed by the gateway")), streamGraceMs)
-              return
+              linger = setTimeout(() => abortAttempt(attempt), streamGraceMs)
+              return true
             }
-            const type = mediaType(headers)
+            const type = mediaType(rawHeader(headers, "content-type"))
             const stream = status === 200 && type === "text/event-stream"
             const json = type === "application/json" && (status === 200 || (status === 400 && session.era === "modern"))
             if (stream) {
@@ -482,16 +499,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
               decoder = new SseDecoder((data) =>
                 data.length > maxAnswer ? fail("failed", "the backend's event is too large") : onMessage(parse(data))
               )
-              return
+              return true
             }
             if (json) {
               mode = "json"
               // A declared length is held at once: an answer that cannot fit fails before a byte is read.
-              const length = Number(firstHeader(headers, "content-length") ?? "")
+              const length = Number(rawHeader(headers, "content-length") ?? "")
               declared = Number.isSafeInteger(length) && length > 0 ? length : 0
-              if (declared > maxAnswer) return fail("failed", "the backend's answer is too large")
-              if (hold !== undefined && !hold.to(declared)) return overBudget()
-              return
+              if (declared > maxAnswer) fail("failed", "the backend's answer is too large")
+              else if (hold !== undefined && !hold.to(declared)) overBudget()
+              return true
             }
             const detail = `the backend answered HTTP ${status} (${type || "no content type"})`
             // Up, and refused this one request; but a 404 may be a lost route or session, and a 401 a session
@@ -499,7 +516,10 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             const refused = status >= 400 && status < 500 && status !== 404 && status !== 401
             // A 401 says the session is lost only when our credentials were renewed and sent again (above).
             const mayBeLost = status === 404 || status === 400 || (status === 401 && renewable)
-            if (session.sessionId === undefined || !mayBeLost) return fail("failed", detail, !refused)
+            if (session.sessionId === undefined || !mayBeLost) {
+              fail("failed", detail, !refused)
+              return true
+            }
             // Sent with a session id: the answer may say the backend forgot it (restarted); nothing ran then.
             mode = "start"
             judge = (body) => {
@@ -512,32 +532,32 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
                 lost
               )
             }
+            return true
           },
-          onResponseData: (_controller, chunk) => {
+          onData: (chunk) => {
             // Answered (or given up on): what a stream still sends is not read, and not kept.
-            if (mode === "ignore" || (settled && mode !== "start")) return
+            if (mode === "ignore" || (settled && mode !== "start")) return true
             const piece = text.write(chunk)
             size += piece.length
             bytes += chunk.length
             if (mode === "start") {
               received += piece
               if (received.length > lostSessionBodyLimit) judge(undefined)
-              return
-            }
-            if (decoder === undefined) {
+            } else if (decoder === undefined) {
               received += piece
               if (size > maxAnswer) fail("failed", "the backend's answer is too large")
               else if (hold !== undefined && !hold.to(Math.max(declared, bytes))) overBudget()
-              return
+            } else {
+              decoder.push(piece)
+              if (decoder.pending > maxAnswer) fail("failed", "the backend's event is too large")
+              // Answered mid-stream: the rest may follow shortly; a stream kept open is closed after a grace.
+              else if (settled) linger = setTimeout(close, streamGraceMs)
+              // What the decoder holds of an event not yet complete.
+              else if (hold !== undefined && !hold.to(decoder.pending)) overBudget()
             }
-            decoder.push(piece)
-            if (decoder.pending > maxAnswer) fail("failed", "the backend's event is too large")
-            // Answered mid-stream: the rest may follow shortly; a stream kept open is closed after a grace.
-            else if (settled) linger = setTimeout(close, streamGraceMs)
-            // What the decoder holds of an event not yet complete.
-            else if (hold !== undefined && !hold.to(decoder.pending)) overBudget()
+            return true
           },
-          onResponseEnd: () => {
+          onComplete: () => {
             attempt.answered = true
             clearTimeout(linger)
             if (mode === "ignore" || superseded()) return
@@ -552,7 +572,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
                 : "the backend's answer is not JSON-RPC"
             )
           },
-          onResponseError: (_controller, error) => {
+          onError: (error) => {
             attempt.answered = true
             clearTimeout(linger)
             if (superseded()) return
@@ -567,7 +587,7 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
       }
 
       const send = (retried: boolean) => {
-        const attempt: Attempt = { retried, request: undefined, answered: false }
+        const attempt: Attempt = { retried, abort: undefined, aborted: false, answered: false }
         current = attempt
         const dispatch = (headers: Record<string, string>) => {
           if (settled) return

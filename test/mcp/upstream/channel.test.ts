@@ -8,6 +8,7 @@
 import { type AddressInfo, createServer, type Socket } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { PIECE_COST, SseDecoder } from "../../../src/mcp/sse.js"
+import { AnswerBudget } from "../../../src/mcp/upstream/answer-budget.js"
 import {
   type BackendChannel,
   type BackendSession,
@@ -498,6 +499,54 @@ describe("the backend channel", () => {
       expect(answer).toEqual({ ok: true, result: { content: [] } })
       expect(refusals).toBe(1)
       await expect.poll(() => refusalClosed, { timeout: 3_000 }).toBe(true)
+    } finally {
+      server.close()
+    }
+  })
+
+  it("reads the answer's Content-Type and Content-Length whatever their case; of a repeated header the first counts", async () => {
+    const result = JSON.stringify({ jsonrpc: "2.0", id: "", result: { content: [{ type: "text", text: "ok" }] } })
+    const server = await rawServer((socket, _head, body) => {
+      const answer = result.replace('"id":""', `"id":${JSON.stringify(JSON.parse(body).id)}`)
+      socket.write(
+        "HTTP/1.1 200 OK\r\nCONTENT-TYPE: Application/JSON; charset=utf-8\r\ncontent-type: text/plain\r\n" +
+          `Content-Length: ${answer.length}\r\n\r\n${answer}`
+      )
+    })
+    try {
+      const answer = await channel(modern, { url: server.url }).call("tools/call", { name: "x" }, "x", options())
+      expect(answer).toEqual({ ok: true, result: { content: [{ type: "text", text: "ok" }] } })
+    } finally {
+      server.close()
+    }
+    // The other way round, the first says text/plain: not a JSON answer.
+    const plain = await rawServer((socket) => {
+      socket.write(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nContent-Type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+      )
+    })
+    try {
+      const failure = await failureOf(
+        channel(modern, { url: plain.url }).call("tools/call", { name: "x" }, "x", options())
+      )
+      expect(failure).toBeInstanceOf(ChannelFailure)
+      expect((failure as ChannelFailure).message).toBe("the backend answered HTTP 200 (text/plain)")
+    } finally {
+      plain.close()
+    }
+  })
+
+  it("holds an answer's declared Content-Length against the budget before reading it, whatever the header's case", async () => {
+    const server = await rawServer((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nCONTENT-LENGTH: 5000\r\n\r\n{")
+    })
+    try {
+      const answers = new AnswerBudget()
+      const made = channel(modern, { url: server.url, budget: { answers, limit: 4096 } })
+      const failure = await failureOf(made.call("tools/call", { name: "x" }, "x", options()))
+      expect(failure).toBeInstanceOf(ChannelFailure)
+      expect((failure as ChannelFailure).reason).toBe("over_budget")
+      expect(answers.held).toBe(0)
     } finally {
       server.close()
     }
