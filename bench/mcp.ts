@@ -75,6 +75,12 @@ const combined = (runs: ReadonlyArray<Throughput>): Throughput => {
   }
 }
 
+/** The lowest and highest req/s of one path's runs: how far one 3-second run is from the next on this machine. */
+const spread = (runs: ReadonlyArray<Throughput>) => {
+  const rates = runs.map((run) => run.requestsPerSecond)
+  return `runs ${formatCount(Math.min(...rates))}–${formatCount(Math.max(...rates))}`
+}
+
 const formatMicros = (micros: number) => `${micros.toFixed(0)} µs`
 const formatRatio = (value: number, baseline: number) => `${(value / baseline).toFixed(2)}×`
 
@@ -275,9 +281,9 @@ export const run = async (): Promise<Table> => {
         ],
         [
           `tools/call req/s, c=${C32.connections}`,
-          formatCount(directLoad.requestsPerSecond),
-          formatCount(bareLoad.requestsPerSecond),
-          formatCount(gatewayLoad.requestsPerSecond),
+          `${formatCount(directLoad.requestsPerSecond)} (${spread(directRuns)})`,
+          `${formatCount(bareLoad.requestsPerSecond)} (${spread(bareRuns)})`,
+          `${formatCount(gatewayLoad.requestsPerSecond)} (${spread(gatewayRuns)})`,
           `${formatShare(gatewayLoad.requestsPerSecond, bareLoad.requestsPerSecond)} of proxy, ${formatShare(gatewayLoad.requestsPerSecond, directLoad.requestsPerSecond)} of direct`,
           "≥ bare proxy, no failure",
           verdict(gatewayLoad.requestsPerSecond >= bareLoad.requestsPerSecond && failures === 0)
