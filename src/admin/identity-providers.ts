@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { errorResponse, HttpError } from "../http/error-body.js"
 import { type ProviderRefused, probeDraft, replaceSettings, testDraft } from "../identity/providers/actions.js"
 import { ConnectionTests, testRecord } from "../identity/providers/connection-tests.js"
 import { ConnectionDraftBody } from "../identity/providers/draft.js"
@@ -9,7 +10,24 @@ import { AdminCaller, ManagementApi } from "./api.js"
 import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
 import { apiError, requestId } from "./errors.js"
 
-const answerRefusal = (refused: ProviderRefused) => apiError(refused.status, refused.code, refused.message)
+/**
+ * A refusal as the API's error. A 429 carries `Retry-After` (RFC 9110 §10.2.3) beside the wait its
+ * description gives, so it is answered here rather than through the error schema, which has no headers.
+ */
+const answerRefusal = (refused: ProviderRefused) =>
+  refused.retryAfter === undefined
+    ? apiError(refused.status, refused.code, refused.message)
+    : Effect.map(requestId, (id) =>
+        errorResponse(
+          new HttpError({
+            status: refused.status,
+            code: refused.code,
+            description: refused.message,
+            headers: { "retry-after": String(refused.retryAfter) }
+          }),
+          id
+        )
+      )
 
 /**
  * The handlers of `/api/v1/identity-providers` (docs/enterprise-sign-in.md, "Identity-provider

@@ -187,7 +187,12 @@ export const makeConsoleApp = Effect.gen(function* () {
       .pipe(Effect.catchTag("ConsoleProblem", (problem) => Effect.succeed(problem)))
     if (answer._tag === "ConsoleProblem") {
       const reload = candidates.some((candidate) => candidate.route.method === "GET") ? path : undefined
-      return problemPage(answer.status, answer.message, { frame, reload })
+      const headers = answer.retryAfter === undefined ? undefined : { "retry-after": String(answer.retryAfter) }
+      return problemPage(answer.status, answer.message, {
+        frame,
+        reload,
+        ...(headers === undefined ? {} : { headers })
+      })
     }
     if (answer._tag === "SeeOther") {
       if (!isConsoleLocation(answer.location)) {

@@ -45,6 +45,8 @@ export type ConsoleAnswer =
 export class ConsoleProblem extends Data.TaggedError("ConsoleProblem")<{
   readonly status: 400 | 403 | 404 | 409 | 412 | 413 | 415 | 429 | 503
   readonly message: string
+  /** A 429's wait, in seconds: answered as `Retry-After`. */
+  readonly retryAfter?: number
 }> {}
 
 export interface ConsoleRoute {

@@ -19,6 +19,8 @@ export class ProviderRefused extends Data.TaggedError("ProviderRefused")<{
   readonly status: 400 | 409 | 412 | 429
   readonly code: "invalid_request" | "managed_in_configuration" | "precondition_failed" | "too_many_requests"
   readonly message: string
+  /** A 429's wait, in seconds: answered as `Retry-After`. */
+  readonly retryAfter?: number
 }> {}
 
 const invalid = (message: string) => new ProviderRefused({ status: 400, code: "invalid_request", message })
@@ -91,7 +93,8 @@ const testLdap = (adminId: string, draft: ConnectionDraftBody) =>
       return yield* new ProviderRefused({
         status: 429,
         code: "too_many_requests",
-        message: `Too many directory sign-in tests were refused their password or name; try again in ${slot.wait} seconds.`
+        message: `Too many directory sign-in tests were refused their password or name; try again in ${slot.wait} seconds.`,
+        retryAfter: slot.wait
       })
     }
     const found = yield* Effect.either(authenticate(settings, draft.username, Redacted.make(draft.password)))

@@ -226,6 +226,15 @@ describe("console: trying a drafted directory", () => {
       const refused = pageOf(yield* post(gateway, test, { ...draft, username: "alice", password: "wrong-password" }))
       expect(refused).toContain("The directory refused the sign-in")
       expect(refused).not.toContain("wrong-password")
+      // Past 5 refused for one name the test is refused without asking the directory: 429 with its wait,
+      // which the console answers as Retry-After.
+      for (let n = 0; n < 4; n++)
+        yield* post(gateway, test, { ...draft, username: "alice", password: "wrong-password" })
+      const throttled = yield* post(gateway, test, { ...draft, username: "alice", password: alice.password })
+      if (!(throttled instanceof ConsoleProblem)) throw new Error(`expected a problem, got ${throttled._tag}`)
+      expect(throttled.status).toBe(429)
+      expect(throttled.retryAfter).toBeGreaterThan(0)
+      expect(throttled.message).toContain(`try again in ${throttled.retryAfter} seconds`)
       expect(problemOf(yield* post(gateway, test, { ...draft, "ldap.url": "ldap://" }))).toMatchObject({ status: 400 })
       expect((yield* stored(gateway)).revision).toBe("0")
     })

@@ -396,6 +396,12 @@ describe("trying a draft LDAP connection (probe and test)", () => {
         expect(throttled.status).toBe(429)
         expect(throttled.body["error"]).toBe("too_many_requests")
         expect(String(throttled.body["error_description"])).toMatch(/try again in \d+ seconds/)
+        // The same wait as Retry-After (RFC 9110 §10.2.3), and the error body's usual headers.
+        const wait = /try again in (\d+) seconds/.exec(String(throttled.body["error_description"]))?.[1]
+        expect(Number(wait)).toBeGreaterThan(0)
+        expect(throttled.headers.get("retry-after")).toBe(wait)
+        expect(throttled.headers.get("cache-control")).toBe("no-store")
+        expect(typeof throttled.body["request_id"]).toBe("string")
         expect(String(throttled.body["error_description"])).not.toContain(USERS.alice.password)
         expect(logs.events("identity_provider.test_throttled")).toHaveLength(1)
         // Another name is the administrator's other 15 of 20.

@@ -125,7 +125,12 @@ const page = (request: ConsoleRequest, shown: Shown, result: Html | undefined, u
 ${settingsForm(request, shown)}`
 })
 
-const refused = (problem: ProviderRefused) => new ConsoleProblem({ status: problem.status, message: problem.message })
+const refused = (problem: ProviderRefused) =>
+  new ConsoleProblem({
+    status: problem.status,
+    message: problem.message,
+    ...(problem.retryAfter === undefined ? {} : { retryAfter: problem.retryAfter })
+  })
 
 /** One connection's settings as the API's body has them: empty fields omitted, secrets kept, set or cleared. */
 const connectionOf = (form: URLSearchParams, connection: "oidc" | "ldap") => {
