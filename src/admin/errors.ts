@@ -47,7 +47,10 @@ export const PreconditionFailed = failureOf(412, "If-Match names an older revisi
 export const PayloadTooLarge = failureOf(413, "Body over 1 MiB")
 export const UnsupportedMediaType = failureOf(415, "Body is not application/json")
 export const PreconditionRequired = failureOf(428, "A write without If-Match")
-export const TooManyRequests = failureOf(429, "Past a limit on refused attempts; the description and Retry-After say when")
+export const TooManyRequests = failureOf(
+  429,
+  "Past a limit on refused attempts; the description and Retry-After say when"
+)
 
 /** The request id the request pipeline put on the log annotations (src/http/middleware.ts). */
 export const requestId = Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => {

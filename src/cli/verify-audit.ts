@@ -1,11 +1,11 @@
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Console, Data, Effect, Option } from "effect"
 import type { Checkpoint } from "../events/archive/chain.js"
-import { verifyArchiveFile } from "../events/archive/verify-file.js"
+import { type VerifyingKey, verifyArchiveFile } from "../events/archive/verify-file.js"
 
 /**
- * `gateway verify-audit --file <jsonl> --key <ID>=<BASE64_PUBLIC_KEY> … [--after-sequence <n> --after-hash
- * <hash>]` (docs/audit-archive.md, "Verifying"). Exit 0: every line holds, and standard output says the
+ * `gateway verify-audit --file <jsonl> --key <ID>=<BASE64_PUBLIC_KEY>[@<FIRST>-<LAST>] … [--after-sequence
+ * <n> --after-hash <hash>]` (docs/audit-archive.md, "Verifying"; the range: "Rotating the key"). Exit 0: every line holds, and standard output says the
  * next checkpoint; 1: the file is refused (`<file>:<line>: <reason>` on standard error) or unreadable;
  * 2: a usage error.
  */
@@ -15,20 +15,58 @@ export class ArchiveRefused extends Data.TaggedError("ArchiveRefused")<{ readonl
 const usage = (text: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(text)))
 
 const hex64 = /^[0-9a-f]{64}$/
-const keyText = /^([^=]+)=([A-Za-z0-9+/]{43}=)$/
+const keyText = /^([^=]+)=([A-Za-z0-9+/]{43}=)(?:@([0-9]*)-([0-9]*))?$/
+
+/** A bound of a key's range: an integer from 1 to 2^53-1, or undefined when not given. */
+const bound = (text: string | undefined): number | undefined | "bad" => {
+  if (text === undefined || text === "") return undefined
+  const number = text.length <= 16 ? Number(text) : Number.NaN
+  return Number.isSafeInteger(number) && number >= 1 ? number : "bad"
+}
 
 const keysOption = Options.text("key").pipe(
   Options.atLeast(1),
-  Options.withDescription("A key id and its 32-byte Ed25519 public key in Base64, as <ID>=<BASE64> (repeatable)"),
+  Options.withDescription(
+    "A key id and its 32-byte Ed25519 public key in Base64, as <ID>=<BASE64>, optionally with the sequences " +
+      "it signed, <ID>=<BASE64>@<FIRST>-<LAST> (either bound may be left out; repeatable)"
+  ),
   Options.mapEffect((texts) => {
-    const keys = new Map<string, string>()
+    const keys = new Map<string, VerifyingKey>()
     for (const text of texts) {
       const match = keyText.exec(text)
       if (match === null || Buffer.from(match[2] as string, "base64").length !== 32) {
-        return usage("--key expects <ID>=<BASE64> where BASE64 is a 32-byte Ed25519 public key (44 characters)")
+        return usage(
+          "--key expects <ID>=<BASE64> or <ID>=<BASE64>@<FIRST>-<LAST>, where BASE64 is a 32-byte Ed25519 public key (44 characters)"
+        )
       }
-      const [, id, key] = match as unknown as readonly [string, string, string]
-      if (keys.has(id) && keys.get(id) !== key) return usage(`--key ${id} is given twice with different keys`)
+      const [, id, publicKey, firstText, lastText] = match as unknown as readonly [
+        string,
+        string,
+        string,
+        string | undefined,
+        string | undefined
+      ]
+      const first = bound(firstText)
+      const last = bound(lastText)
+      if (first === "bad" || last === "bad") return usage(`--key ${id}: a range's bounds are integers from 1 to 2^53-1`)
+      if (firstText !== undefined && first === undefined && last === undefined) {
+        return usage(`--key ${id}: a range names at least one bound (@<FIRST>-, @-<LAST> or @<FIRST>-<LAST>)`)
+      }
+      if (first !== undefined && last !== undefined && first > last) {
+        return usage(`--key ${id}: the range's first sequence ${first} is after its last ${last}`)
+      }
+      const key: VerifyingKey = {
+        publicKey,
+        ...(first === undefined ? {} : { first }),
+        ...(last === undefined ? {} : { last })
+      }
+      const known = keys.get(id)
+      if (
+        known !== undefined &&
+        (known.publicKey !== key.publicKey || known.first !== key.first || known.last !== key.last)
+      ) {
+        return usage(`--key ${id} is given twice with different keys or ranges`)
+      }
       keys.set(id, key)
     }
     return Effect.succeed(keys)

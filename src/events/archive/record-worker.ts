@@ -1,7 +1,8 @@
 /**
  * The checks of one archive line that need no other line, run on worker threads by the verifier
  * (verify-file.ts): the envelope's shape, the hash of the entry's bytes, the entry's fields, the key and
- * the Ed25519 signature. The chain (sequence and previous hash) is checked in order on the main thread.
+ * the Ed25519 signature, and that the key may sign the entry's sequence (its range, when the verifier was
+ * given one). The chain (sequence and previous hash) is checked in order on the main thread.
  *
  * This function's source text is the worker's whole program (`new Worker(source, { eval: true })`), so
  * it works the same from the TypeScript sources, the tests and the bundled executable: it must use
@@ -10,10 +11,17 @@
 export function recordWorker(load: NodeJS.Require): void {
   const { parentPort, workerData } = load("node:worker_threads") as typeof import("node:worker_threads")
   const { createHash, createPublicKey, verify } = load("node:crypto") as typeof import("node:crypto")
-  const keys = new Map<string, import("node:crypto").KeyObject>()
-  for (const [id, x] of (workerData as { keys: ReadonlyArray<readonly [string, string]> }).keys) {
+  interface Key {
+    readonly object: import("node:crypto").KeyObject
+    readonly first: number
+    readonly last: number
+  }
+  const keys = new Map<string, Key>()
+  const given = (workerData as { keys: ReadonlyArray<readonly [string, string, number, number]> }).keys
+  for (const [id, x, first, last] of given) {
     const raw = Buffer.from(x, "base64")
-    keys.set(id, createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" }))
+    const object = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" })
+    keys.set(id, { object, first, last })
   }
   const printable = /^[\x20-\x7e]*$/
   const hex64 = /^[0-9a-f]{64}$/
@@ -115,10 +123,15 @@ export function recordWorker(load: NodeJS.Require): void {
     const keyId = fieldsOf.key_id as string
     const key = keys.get(keyId)
     if (key === undefined) return `unknown key id ${JSON.stringify(keyId.slice(0, 100))}`
-    if (!verify(null, digest, key, Buffer.from(signature, "base64"))) {
+    const sequence = fieldsOf.sequence as number
+    // A retired key signs only the sequences it was given for: a forged tail signed with it is refused.
+    if (sequence < key.first || sequence > key.last) {
+      return `key ${JSON.stringify(keyId)} is not valid for sequence ${sequence} (given for ${key.first}-${key.last === Number.MAX_SAFE_INTEGER ? "" : key.last})`
+    }
+    if (!verify(null, digest, key.object, Buffer.from(signature, "base64"))) {
       return `signature does not verify with key ${JSON.stringify(keyId)}`
     }
-    return [fieldsOf.sequence as number, fieldsOf.previous_hash as string, hash]
+    return [sequence, fieldsOf.previous_hash as string, hash]
   }
 
   parentPort?.on("message", (batch: { readonly id: number; readonly lines: ReadonlyArray<string> }) => {

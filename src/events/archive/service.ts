@@ -103,6 +103,17 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
         // Another process sealed these first: its entries stand, and this one stops for this pass.
         Effect.catchTag("ArchiveRaced", () => Effect.succeed(false))
       )
+      // The first entry signed with a new key: where the old key's range ends, for `verify-audit --key
+      // <ID>=<KEY>@<FIRST>-<LAST>` (docs/audit-archive.md, "Rotating the key").
+      const first = entries[0]
+      const before = position.last?.keyId
+      if (appended && first !== undefined && before !== undefined && before !== archive.keyId) {
+        yield* securityEvent("approval.archive_key_changed", {
+          key_id: archive.keyId,
+          previous_key_id: before,
+          first_sequence: first.sequence
+        })
+      }
       return appended && batch.length === SEAL_BATCH
     })
 

@@ -12,6 +12,16 @@ import { recordWorker } from "./record-worker.js"
  * flight, and a line longer than `MAX_LINE_BYTES` is refused before it is read whole.
  */
 
+/**
+ * A public key the verifier is given (docs/audit-archive.md, "Verifying"): Base64 of its 32 bytes, and
+ * optionally the sequences it may sign, from `first` to `last` (inclusive; absent: unbounded).
+ */
+export interface VerifyingKey {
+  readonly publicKey: string
+  readonly first?: number
+  readonly last?: number
+}
+
 export type Verified =
   | { readonly ok: true; readonly entries: number; readonly checkpoint: Checkpoint }
   | { readonly ok: false; readonly line: number; readonly reason: string }
@@ -63,10 +73,15 @@ class Pool {
 
   constructor(
     size: number,
-    keys: ReadonlyMap<string, string>,
+    keys: ReadonlyMap<string, string | VerifyingKey>,
     private readonly onChecked: (checked: Checked, firstLine: number) => void
   ) {
-    const workerData = { keys: [...keys] }
+    const workerData = {
+      keys: [...keys].map(([id, given]) => {
+        const key = typeof given === "string" ? { publicKey: given } : given
+        return [id, key.publicKey, key.first ?? 1, key.last ?? Number.MAX_SAFE_INTEGER] as const
+      })
+    }
     this.workers = Array.from({ length: size }, () => {
       const worker = new Worker(workerSource, { eval: true, workerData, resourceLimits: WORKER_LIMITS })
       worker.on("message", (checked: Checked) => this.arrived(checked))
@@ -188,12 +203,13 @@ async function* batchesOf(path: string): AsyncGenerator<Batch> {
 }
 
 /**
- * Verifies the archive file at `path` against the public keys (key id → Base64 of 32 bytes), from the
- * start of the chain or from the checkpoint `after`. The first line that fails is the answer.
+ * Verifies the archive file at `path` against the public keys (key id → Base64 of 32 bytes, or that
+ * with the range of sequences the key may sign), from the start of the chain or from the checkpoint
+ * `after`. The first line that fails is the answer.
  */
 export const verifyArchiveFile = async (
   path: string,
-  keys: ReadonlyMap<string, string>,
+  keys: ReadonlyMap<string, string | VerifyingKey>,
   after: Checkpoint | undefined,
   threads: number = availableParallelism()
 ): Promise<Verified> => {

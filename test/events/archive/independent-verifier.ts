@@ -57,9 +57,12 @@ const entryFieldsHold = (entry: Record<string, unknown>): boolean =>
     (name) => entry[name] === null || (typeof entry[name] === "string" && HEX.test(entry[name] as string))
   )
 
+/** A key as `verify-audit --key` takes it: Base64 of 32 bytes, and optionally the sequences it may sign. */
+export type IndependentKey = string | { readonly publicKey: string; readonly first?: number; readonly last?: number }
+
 export const independentVerify = (
   path: string,
-  publicKeys: Readonly<Record<string, string>>,
+  publicKeys: Readonly<Record<string, IndependentKey>>,
   checkpoint?: { readonly sequence: number; readonly hash: string }
 ): IndependentVerdict => {
   const bytes = readFileSync(path)
@@ -92,8 +95,14 @@ export const independentVerify = (
       return refuse
     }
     if (!exactly(fields, FIELDS) || !entryFieldsHold(fields)) return refuse
-    const publicKey = publicKeys[fields.key_id as string]
-    if (publicKey === undefined || !Object.hasOwn(publicKeys, fields.key_id as string)) return refuse
+    const given = publicKeys[fields.key_id as string]
+    if (given === undefined || !Object.hasOwn(publicKeys, fields.key_id as string)) return refuse
+    const publicKey = typeof given === "string" ? given : given.publicKey
+    if (typeof given !== "string") {
+      const at = fields.sequence as number
+      if ((given.first !== undefined && at < given.first) || (given.last !== undefined && at > given.last))
+        return refuse
+    }
     const signatureBytes = Buffer.from(signature, "base64")
     if (signatureBytes.length !== 64 || signatureBytes.toString("base64") !== signature) return refuse
     const key = createPublicKey({

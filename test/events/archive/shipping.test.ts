@@ -30,6 +30,7 @@ import {
 import { newArchiveKey } from "../../support/archive-file.js"
 import { type ArchiveReceiver, startArchiveReceiver } from "../../support/archive-receiver.js"
 import { storeKinds } from "../../support/databases.js"
+import { LogCapture } from "../../support/logs.js"
 import { makeTestCa } from "../../support/test-ca.js"
 
 const stores = sharedApprovalStores()
@@ -43,6 +44,8 @@ afterAll(async () => {
 
 const key = newArchiveKey()
 const KEY_ID = "audit-test"
+const rotatedKey = newArchiveKey()
+const ROTATED_KEY_ID = "audit-rotated"
 let receiverNumber = 0
 
 /** A receiver for one test, closed with its scope. */
@@ -52,7 +55,7 @@ const receiver = (options: { readonly cert?: string; readonly key?: string } = {
       startArchiveReceiver(
         ca,
         join(tmpdir(), `archive-receiver-${process.pid}-${receiverNumber++}.jsonl`),
-        { [KEY_ID]: key.publicKeyBase64 },
+        { [KEY_ID]: key.publicKeyBase64, [ROTATED_KEY_ID]: rotatedKey.publicKeyBase64 },
         options
       )
     ),
@@ -78,6 +81,14 @@ const archiveLayer = (kind: (typeof storeKinds)[number], settings: ArchiveSettin
   )
 
 const settingsFor = (url: string): ArchiveSettings => ({ url, keyId: KEY_ID, key, ca: ca.caPem })
+
+/** The Archive over the same database as it stands (a restart with other settings): nothing is reset. */
+const archiveAgain = (kind: (typeof storeKinds)[number], settings: ArchiveSettings) =>
+  Archive.Default.pipe(
+    Layer.provide(Layer.succeed(ArchiveSettingsTag, settings)),
+    Layer.provideMerge(ArchiveRepo.Default),
+    Layer.provideMerge(stores.layer(kind))
+  )
 
 /** `count` new approval requests: one `requested` event each. */
 const requests = (count: number) =>
@@ -131,6 +142,46 @@ describe.each(storeKinds)("audit archive shipping (%s)", (kind) => {
         })
       }).pipe(Effect.provide(archiveLayer(kind, settingsFor(receiving.url))))
     })
+  )
+
+  it.scoped(
+    "a rotated key: its first entry is logged as approval.archive_key_changed with its sequence, the chain goes on, and each key verifies only its own range",
+    () =>
+      Effect.gen(function* () {
+        const receiving = yield* receiver()
+        yield* Effect.gen(function* () {
+          yield* requests(2)
+          expect(yield* step).toBeUndefined()
+        }).pipe(Effect.provide(archiveLayer(kind, settingsFor(receiving.url))))
+        const logs = new LogCapture()
+        const rotated = { ...settingsFor(receiving.url), keyId: ROTATED_KEY_ID, key: rotatedKey }
+        yield* Effect.gen(function* () {
+          yield* requests(2)
+          expect(yield* logs.capture(step)).toBeUndefined()
+          // Nothing changed since: no second line.
+          yield* requests(1)
+          expect(yield* logs.capture(step)).toBeUndefined()
+        }).pipe(Effect.provide(archiveAgain(kind, rotated)))
+        expect(logs.events("approval.archive_key_changed")).toEqual([
+          expect.objectContaining({ key_id: ROTATED_KEY_ID, previous_key_id: KEY_ID, first_sequence: 3 })
+        ])
+        const keyIds = fileLines(receiving).map((line) => JSON.parse(JSON.parse(line).entry).key_id)
+        expect(keyIds).toEqual([KEY_ID, KEY_ID, ROTATED_KEY_ID, ROTATED_KEY_ID, ROTATED_KEY_ID])
+        const verify = (last: number, first: number) =>
+          Effect.promise(() =>
+            verifyArchiveFile(
+              receiving.file,
+              new Map([
+                [KEY_ID, { publicKey: key.publicKeyBase64, last }],
+                [ROTATED_KEY_ID, { publicKey: rotatedKey.publicKeyBase64, first }]
+              ]),
+              undefined,
+              1
+            )
+          )
+        expect(yield* verify(2, 3)).toMatchObject({ ok: true, entries: 5 })
+        expect(yield* verify(2, 4)).toMatchObject({ ok: false, line: 3 })
+      })
   )
 
   it.scoped(

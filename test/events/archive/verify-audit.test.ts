@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import type { Checkpoint } from "../../../src/events/archive/chain.js"
 import { serializeEntry } from "../../../src/events/archive/format.js"
 import { sealEntry } from "../../../src/events/archive/signing-key.js"
-import { verifyArchiveFile } from "../../../src/events/archive/verify-file.js"
+import { type VerifyingKey, verifyArchiveFile } from "../../../src/events/archive/verify-file.js"
 import { archiveLines, newArchiveKey, sampleEntry } from "../../support/archive-file.js"
 import { runGatewayCommand } from "../../support/gateway-process.js"
 import { independentVerify } from "./independent-verifier.js"
@@ -37,7 +37,7 @@ const resigned = (sequence: number, mutate: (entry: Record<string, unknown>) => 
 interface Case {
   readonly title: string
   readonly content: string
-  readonly keys?: ReadonlyMap<string, string>
+  readonly keys?: ReadonlyMap<string, string | VerifyingKey>
   readonly after?: Checkpoint
   /** undefined: accepted with the checkpoint given; otherwise the line refused and a part of its reason. */
   readonly refused?: { readonly line: number; readonly reason: string }
@@ -75,6 +75,17 @@ const longLines = (() => {
   }
   return { lines: out, last: previous }
 })()
+
+/** The first 300 entries signed with k1, the rest with k2 (a key rotated at sequence 301), chained as one. */
+const rotated = (() => {
+  const newer = archiveLines(other, "k2", COUNT - 300, { sequence: 300, hash: hashes[299] as string })
+  return { content: joined([...lines.slice(0, 300), ...newer.lines]), last: newer.hashes.at(-1) as string }
+})()
+const rotatedKeys = (k1: VerifyingKey, k2: VerifyingKey) =>
+  new Map<string, VerifyingKey>([
+    ["k1", k1],
+    ["k2", k2]
+  ])
 
 const cases: ReadonlyArray<Case> = [
   { title: "a good file", content: joined(lines), checkpoint: { sequence: COUNT, hash: hashes[COUNT - 1] as string } },
@@ -235,6 +246,30 @@ const cases: ReadonlyArray<Case> = [
     refused: { line: 20, reason: "not written as the gateway writes it" }
   },
   {
+    title: "a rotated archive, each key given the sequences it signed",
+    content: rotated.content,
+    keys: rotatedKeys({ publicKey: key.publicKeyBase64, last: 300 }, { publicKey: other.publicKeyBase64, first: 301 }),
+    checkpoint: { sequence: COUNT, hash: rotated.last }
+  },
+  {
+    title: "a tail signed with a retired key past its range (as whoever holds the old key could append)",
+    content: joined(lines),
+    keys: rotatedKeys({ publicKey: key.publicKeyBase64, last: 300 }, { publicKey: other.publicKeyBase64, first: 301 }),
+    refused: { line: 301, reason: 'key "k1" is not valid for sequence 301 (given for 1-300)' }
+  },
+  {
+    title: "a new key's entry before its range",
+    content: rotated.content,
+    keys: rotatedKeys({ publicKey: key.publicKeyBase64, last: 299 }, { publicKey: other.publicKeyBase64, first: 302 }),
+    refused: { line: 300, reason: 'key "k1" is not valid for sequence 300' }
+  },
+  {
+    title: "a range that starts later than the file",
+    content: joined(lines.slice(0, 20)),
+    keys: new Map([["k1", { publicKey: key.publicKeyBase64, first: 5 }]]),
+    refused: { line: 1, reason: 'key "k1" is not valid for sequence 1 (given for 5-)' }
+  },
+  {
     title: "lines of 900 KB, properly signed",
     content: joined(longLines.lines),
     checkpoint: { sequence: 12, hash: longLines.last }
@@ -270,6 +305,39 @@ describe("gateway verify-audit", () => {
     const refused = await runGatewayCommand(["verify-audit", "--file", bad, "--key", `k1=${key.publicKeyBase64}`])
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain(`gateway: ${bad}:10: sequence 11 where 10 was expected`)
+  })
+
+  it("a key's range on the command line: a tail past it is refused (exit 1); a bad range is a usage error (exit 2)", async () => {
+    const file = fileOf(joined(lines.slice(0, 20)))
+    const verify = (keyArgument: string) => runGatewayCommand(["verify-audit", "--file", file, "--key", keyArgument])
+    const within = await verify(`k1=${key.publicKeyBase64}@1-20`)
+    expect(within.code).toBe(0)
+    expect(within.stdout).toContain("OK, 20 entries verified")
+    const past = await verify(`k1=${key.publicKeyBase64}@-10`)
+    expect(past.code).toBe(1)
+    expect(past.stderr).toContain(`${file}:11: key "k1" is not valid for sequence 11 (given for 1-10)`)
+    for (const [range, message] of [
+      ["@-", "a range names at least one bound"],
+      ["@5-3", "the range's first sequence 5 is after its last 3"],
+      ["@0-3", "a range's bounds are integers from 1 to 2^53-1"],
+      ["@1-99999999999999999999", "a range's bounds are integers from 1 to 2^53-1"],
+      ["@x-3", "--key expects <ID>=<BASE64> or <ID>=<BASE64>@<FIRST>-<LAST>"]
+    ] as const) {
+      const refused = await verify(`k1=${key.publicKeyBase64}${range}`)
+      expect(refused.code, range).toBe(2)
+      expect(refused.stdout + refused.stderr, range).toContain(message)
+    }
+    const twice = await runGatewayCommand([
+      "verify-audit",
+      "--file",
+      file,
+      "--key",
+      `k1=${key.publicKeyBase64}@1-10`,
+      "--key",
+      `k1=${key.publicKeyBase64}@1-20`
+    ])
+    expect(twice.code).toBe(2)
+    expect(twice.stdout + twice.stderr).toContain("--key k1 is given twice with different keys or ranges")
   })
 
   it("a malformed --key or a checkpoint given by halves is a usage error (exit 2)", async () => {
