@@ -10,7 +10,8 @@ import type { TestCa } from "./test-ca.js"
  * previous hash), appends the exact request body and a line end to its file, and answers the receipt. A
  * redelivery of the entry it already holds is answered with the same receipt and not stored twice.
  * Switches make it misbehave: `down` (every request answered 503 without reading it), `loseReceipt` (store,
- * then drop the connection before answering), `wrongReceipt` (answer a receipt of another hash).
+ * then drop the connection before answering), `wrongReceipt` (answer a receipt of another hash),
+ * `resetReused` (reset the connection of the next request that comes on one used before, once).
  */
 export interface ArchiveReceiver {
   readonly url: string
@@ -22,6 +23,9 @@ export interface ArchiveReceiver {
   down: boolean
   loseReceipt: boolean
   wrongReceipt: boolean
+  resetReused: boolean
+  /** TLS connections accepted so far. */
+  readonly connections: number
   last(): { readonly sequence: number; readonly hash: string }
   close(): Promise<void>
 }
@@ -51,6 +55,8 @@ export const startArchiveReceiver = async (
     down: false,
     loseReceipt: false,
     wrongReceipt: false,
+    connections: 0,
+    resetReused: false,
     last: () => last
   }
   const refuse = (reason: string) => {
@@ -81,9 +87,16 @@ export const startArchiveReceiver = async (
     last = { sequence: fields.sequence, hash }
     return last
   }
+  const served = new WeakSet<object>()
   const server: Server = createServer(
     { cert: options.cert ?? ca.cert, key: options.key ?? ca.key },
     (request, response) => {
+      if (state.resetReused && served.has(request.socket)) {
+        state.resetReused = false
+        request.socket.destroy()
+        return
+      }
+      served.add(request.socket)
       if (state.down) {
         response.writeHead(503).end()
         request.resume()
@@ -108,6 +121,9 @@ export const startArchiveReceiver = async (
       })
     }
   )
+  server.on("secureConnection", () => {
+    state.connections += 1
+  })
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve))
   state.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/archive`
   return Object.assign(state, {

@@ -7,7 +7,7 @@ import { ArchiveDelivery } from "../delivery-status.js"
 import { securityEvent } from "../security-log.js"
 import { entryOfEvent, isArchived } from "./entry-of-event.js"
 import { GENESIS_HASH, serializeEntry } from "./format.js"
-import { type ShipOutcome, shipEnvelope } from "./ship.js"
+import { archiveAgent, type ShipOutcome, shipEnvelope } from "./ship.js"
 import { type ArchiveSigningKey, parseArchiveSigningKey, sealEntry } from "./signing-key.js"
 
 /**
@@ -65,8 +65,13 @@ export interface ArchiveReport {
 }
 
 export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const settings = yield* ArchiveSettingsTag
+    // The one connection to the receiver, kept alive between entries; closed with the service.
+    const agent = yield* Effect.acquireRelease(
+      Effect.sync(() => archiveAgent(settings?.ca)),
+      (made) => Effect.sync(() => made.destroy())
+    )
     const repo = yield* ArchiveRepo
     const events = yield* ApprovalEventRepo
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -143,7 +148,7 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
         const at = yield* now
         const wait = entry.next_attempt_at.getTime() - at.getTime()
         if (wait > 0) return wait
-        const outcome = yield* shipEnvelope(archive.url, entry.envelope, entry.sequence, entry.hash, archive.ca)
+        const outcome = yield* shipEnvelope(archive.url, entry.envelope, entry.sequence, entry.hash, agent)
         if (outcome._tag === "Acknowledged") {
           yield* repo.acknowledge(entry.sequence, yield* now)
           yield* logOutcome(entry.sequence, entry.attempts + 1, outcome, 0)

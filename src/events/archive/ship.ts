@@ -1,4 +1,4 @@
-import { request } from "node:https"
+import { Agent, request } from "node:https"
 import { Effect } from "effect"
 
 /**
@@ -7,6 +7,8 @@ import { Effect } from "effect"
  * instead of the system roots when given), redirects never followed. Acknowledged only by a 2xx whose
  * body is the receipt `{"sequence": <n>, "hash": "<hex>"}` of exactly this entry; anything else is a
  * failure with its class, which is what logs and the delivery status show (never the answer's body).
+ * Entries go over one kept-alive connection (`archiveAgent`), so a backlog does not pay a TLS handshake
+ * per entry.
  */
 
 export type ShipOutcome = { readonly _tag: "Acknowledged" } | { readonly _tag: "Failed"; readonly errorClass: string }
@@ -40,23 +42,53 @@ export const receiptProblem = (body: string, sequence: number, hash: string): st
   return fields.sequence === sequence && fields.hash === hash ? undefined : "receipt_mismatch"
 }
 
+/**
+ * The archive's connection to its receiver: one at a time (entries are shipped in order, one after the
+ * other), kept alive between them. Its verification settings are the agent's: the certificate and host
+ * name are always checked (NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn it off), against `ca` when given.
+ */
+export const archiveAgent = (ca: string | undefined): Agent =>
+  new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) })
+
+/** Errors of a kept-alive connection the receiver closed just as it was used again: nothing was answered. */
+const STALE_CONNECTION = new Set(["ECONNRESET", "EPIPE"])
+
 export const shipEnvelope = (
   url: string,
   envelope: string,
   sequence: number,
   hash: string,
-  ca: string | undefined
+  agent: Agent
 ): Effect.Effect<ShipOutcome> =>
-  Effect.async<ShipOutcome>((resume, signal) => {
+  sendOnce(url, envelope, sequence, hash, agent).pipe(
+    // A connection kept alive may have been closed by the receiver meanwhile (its idle timeout): the entry
+    // goes once more, at once, on a new one, rather than waiting for the retry as if the receiver were down.
+    Effect.flatMap((sent) =>
+      sent === "stale" ? sendOnce(url, envelope, sequence, hash, agent) : Effect.succeed(sent)
+    ),
+    Effect.map((sent): ShipOutcome => (sent === "stale" ? failed("connect") : sent)),
+    Effect.timeoutTo({
+      duration: ARCHIVE_TIMEOUT_MS,
+      onTimeout: () => failed("timeout"),
+      onSuccess: (outcome: ShipOutcome) => outcome
+    })
+  )
+
+const sendOnce = (
+  url: string,
+  envelope: string,
+  sequence: number,
+  hash: string,
+  agent: Agent
+): Effect.Effect<ShipOutcome | "stale"> =>
+  Effect.async<ShipOutcome | "stale">((resume, signal) => {
     const outgoing = request(
       url,
       {
         method: "POST",
         headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(envelope)) },
         signal,
-        rejectUnauthorized: true,
-        ...(ca === undefined ? {} : { ca }),
-        agent: false
+        agent
       },
       (incoming) => {
         const status = incoming.statusCode ?? 0
@@ -79,13 +111,9 @@ export const shipEnvelope = (
       }
     )
     outgoing.once("error", (error: NodeJS.ErrnoException) => {
-      if (!signal.aborted) resume(Effect.succeed(failed(classify(error))))
+      if (signal.aborted) return
+      const stale = outgoing.reusedSocket && STALE_CONNECTION.has(error.code ?? "")
+      resume(Effect.succeed(stale ? "stale" : failed(classify(error))))
     })
     outgoing.end(envelope)
-  }).pipe(
-    Effect.timeoutTo({
-      duration: ARCHIVE_TIMEOUT_MS,
-      onTimeout: () => failed("timeout"),
-      onSuccess: (outcome: ShipOutcome) => outcome
-    })
-  )
+  })

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
-import { ARCHIVE_TIMEOUT_MS, shipEnvelope } from "../../../src/events/archive/ship.js"
+import { ARCHIVE_TIMEOUT_MS, archiveAgent, shipEnvelope } from "../../../src/events/archive/ship.js"
 import { makeTestCa } from "../../support/test-ca.js"
 
 const ca = makeTestCa()
@@ -42,7 +42,12 @@ const server = (handle: (request: IncomingMessage, response: ServerResponse) => 
   )
 
 const ENVELOPE = JSON.stringify({ entry: "{}", hash: "a".repeat(64), signature: "" })
-const ship = (url: string) => shipEnvelope(url, ENVELOPE, 1, "a".repeat(64), ca.caPem)
+const ship = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => archiveAgent(ca.caPem)),
+    (agent) => shipEnvelope(url, ENVELOPE, 1, "a".repeat(64), agent),
+    (agent) => Effect.sync(() => agent.destroy())
+  )
 
 describe("one archive shipment", () => {
   it.scoped("a redirect is a failure (http_302) and is never followed", () =>

@@ -185,6 +185,30 @@ describe.each(storeKinds)("audit archive shipping (%s)", (kind) => {
   )
 
   it.scoped(
+    "entries go over one kept-alive connection; one the receiver resets when it is used again is replaced at once, not retried later",
+    () =>
+      Effect.gen(function* () {
+        const receiving = yield* receiver()
+        yield* Effect.gen(function* () {
+          yield* requests(3)
+          expect(yield* step).toBeUndefined()
+          expect(fileLines(receiving)).toHaveLength(3)
+          expect(receiving.connections).toBe(1)
+          receiving.resetReused = true
+          yield* requests(2)
+          // The first of these meets the reset; it goes again on a new connection, in the same pass.
+          expect(yield* step).toBeUndefined()
+          expect(receiving.resetReused).toBe(false)
+          expect(fileLines(receiving)).toEqual(yield* storedLines)
+          expect(fileLines(receiving)).toHaveLength(5)
+          expect(receiving.connections).toBe(2)
+          expect(yield* Effect.flatMap(Archive, (archive) => archive.report())).toMatchObject({ pending: 0, failed: 0 })
+          expect(yield* verifies(receiving)).toMatchObject({ ok: true, entries: 5 })
+        }).pipe(Effect.provide(archiveLayer(kind, settingsFor(receiving.url))))
+      })
+  )
+
+  it.scoped(
     "a receiver that is down: the entry is retried after 5 s, then 10 s (stored), later ones wait behind it",
     () =>
       Effect.gen(function* () {
