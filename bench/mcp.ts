@@ -8,6 +8,7 @@ import {
   interleavedCalls,
   interleavedLatencies,
   roundOrder,
+  settle,
   type Target,
   type Throughput,
   throughput,
@@ -35,6 +36,13 @@ const PAGE_SIZE = 1000
 
 const C1 = { warmup: 300, rounds: 10, block: 150 } as const
 const C32 = { connections: 32, warmupSeconds: 1, seconds: 3, rounds: 2 } as const
+/**
+ * Before the measured rounds, each path serves this many 1-second c=32 loads, each on 32 new
+ * connections: V8 drops and recompiles hot code when a new set of connections first arrives, a few
+ * times over before it settles (docs/decisions.md, 2026-11-27, ninth session), which a gateway
+ * serving for hours has long done. Every path gets the same.
+ */
+const C32_SETTLING_LOADS = 4
 const LIST = { warmup: 15, rounds: 24, block: 5 } as const
 
 const echoCall = (url: string, tool: string, token?: string): Target => {
@@ -190,6 +198,9 @@ export const run = async (): Promise<Table> => {
     const stream = { direct: median(streamDirectMs), gateway: median(streamGatewayMs) }
     const streamOverhead = stream.gateway - stream.direct
 
+    for (const target of [direct, bare, parsing, through]) {
+      for (let load = 0; load < C32_SETTLING_LOADS; load++) await settle(target, C32.connections)
+    }
     // ABBA: whichever runs first meets a colder backend, so each path runs once early and once late;
     // repeated, because on a shared machine one 3-second run can differ from the next by a fifth.
     const directRuns: Array<Throughput> = []
@@ -395,7 +406,7 @@ export const run = async (): Promise<Table> => {
           "2026-07-28 (`_meta` envelope, `Mcp-Method`/`Mcp-Name`) except the 2025-era rows (no envelope, " +
           "`MCP-Protocol-Version: 2025-11-25`; the backend answers those as SSE). c=1: one keep-alive connection, node:http timed " +
           `with process.hrtime, ${C1.rounds} interleaved blocks of ${C1.block} per path after ${C1.warmup} warm-up ` +
-          `calls. c=${C32.connections}: autocannon, ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured, ${2 * C32.rounds} times per path (ABBA × ${C32.rounds}), mean. ` +
+          `calls. c=${C32.connections}: autocannon; first ${C32_SETTLING_LOADS} unmeasured 1-second loads per path, each on new connections; then ${C32.warmupSeconds} s warm-up, ${C32.seconds} s measured, ${2 * C32.rounds} times per path (ABBA × ${C32.rounds}), mean. ` +
           `tools/list walks every page (default page_size ${PAGE_SIZE}), ${LIST.rounds}×${LIST.block} walks per gateway, interleaved (ABBA).`,
         `Load generator, backend and gateway share ${availableParallelism()} cores: at c=${C32.connections} the ` +
           "gateway competes for CPU with the backend it forwards to. The bare proxy (bench/support/bare-proxy-main.ts: " +

@@ -203,12 +203,12 @@ const decisionCost = (engine: PolicyEngine["Type"], view: View) => {
 
 const cursorMark = '"nextCursor":"'
 
-/** Every page as the gateway serves it (the serialized result); the cursor read off its tail. */
+/** Every page as the gateway serves it (the serialized result, its bytes); the cursor read off its tail. */
 const walkAllPages = (view: View, pages: ToolPages) => {
   let cursor: string | undefined
   let characters = 0
   do {
-    const result = pages.result(index, view, cursor, "modern")!
+    const result = pages.result(index, view, cursor, "modern")!.toString("latin1")
     characters += result.length
     const mark = result.lastIndexOf(cursorMark)
     cursor =

@@ -109,6 +109,19 @@ export const throughput = async (
   }
 }
 
+/** One second of load on `connections` new keep-alive connections, not measured. */
+export const settle = async (target: Target, connections: number): Promise<void> => {
+  await autocannon({
+    url: target.url,
+    method: "POST",
+    headers: { ...target.headers },
+    body: target.body,
+    connections,
+    duration: 1,
+    timeout: 10
+  })
+}
+
 /** Walks every page of `tools/list` once: the whole walk's and the first page's milliseconds, and the tools seen. */
 export const walkToolsList = async (
   target: Target,

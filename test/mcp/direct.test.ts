@@ -58,20 +58,20 @@ describe("the tools/list page cache", () => {
 
   it("keeps the pages of cursors it hands out, answers any other cursor without keeping it", () => {
     const pages = new ToolPages(2, profile.modernListTail)
-    const first = JSON.parse(pages.result(index, view, undefined, "modern")!)
+    const first = JSON.parse(String(pages.result(index, view, undefined, "modern")!))
     expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t1", "b__t2"])
-    const second = JSON.parse(pages.result(index, view, first.nextCursor, "legacy")!)
+    const second = JSON.parse(String(pages.result(index, view, first.nextCursor, "legacy")!))
     expect(second.tools.map((tool: { name: string }) => tool.name)).toEqual(["b__t3", "b__t4"])
     expect(second.resultType).toBeUndefined()
-    const held = pages.cachedChars
+    const held = pages.cachedBytes
     // Base64url decoding skips characters outside the alphabet: the same page under endless spellings.
     for (let n = 1; n <= 50; n++) {
       const junk = `${first.nextCursor}${"!".repeat(n)}`
-      expect(JSON.parse(pages.result(index, view, junk, "modern")!).tools).toHaveLength(2)
+      expect(JSON.parse(String(pages.result(index, view, junk, "modern")!)).tools).toHaveLength(2)
     }
     const foreign = Buffer.from(JSON.stringify({ after: "zzz-not-a-tool" })).toString("base64url")
-    expect(JSON.parse(pages.result(index, view, foreign, "modern")!).tools).toEqual([])
-    expect(pages.cachedChars).toBe(held)
+    expect(JSON.parse(String(pages.result(index, view, foreign, "modern")!)).tools).toEqual([])
+    expect(pages.cachedBytes).toBe(held)
     // A cursor that does not decode is the SDK's to answer (-32602 Invalid cursor).
     expect(pages.result(index, view, "%%%", "modern")).toBeUndefined()
   })

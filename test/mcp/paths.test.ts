@@ -10,11 +10,22 @@ import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
 import { startTestGateway, type TestGateway } from "../support/mcp-gateway.js"
 
 let alpha: TestBackend
+let wide: TestBackend
 let direct: TestGateway
 let sdk: TestGateway
 
+/** Tools whose text is beyond ASCII: a listing page's bytes are not its characters. */
+const WIDE_TEXT = "Équipe Nord — 北 ✓ 🚀 \u2028 naïve"
+
 beforeAll(async () => {
   alpha = await startBackend("alpha", alphaTools)
+  wide = await startBackend("wide", (server) => {
+    for (const name of ["cafe", "report"]) {
+      server.registerTool(name, { title: WIDE_TEXT, description: `${WIDE_TEXT} (${name})` }, async () => ({
+        content: [{ type: "text", text: WIDE_TEXT }]
+      }))
+    }
+  })
   const patch = {
     catalog: { page_size: 2 },
     backends: [
@@ -24,7 +35,8 @@ beforeAll(async () => {
         allow_insecure_http: true,
         required: true,
         tool_rules: [{ tools: ["*"] }, { tools: ["internal_*"], publish: false }]
-      }
+      },
+      { id: "wide", url: wide.url, allow_insecure_http: true, required: true, tool_rules: [{ tools: ["*"] }] }
     ]
   }
   direct = await startTestGateway({ patch })
@@ -34,6 +46,7 @@ afterAll(async () => {
   await direct?.close()
   await sdk?.close()
   await alpha?.stop()
+  await wide?.stop()
 })
 
 const modernEnvelope = {
@@ -123,6 +136,47 @@ describe.each(["modern", "legacy"] as const)("both /mcp paths answer every %s re
     const fromDirect = await send(direct, era, shape)
     const fromSdk = await send(sdk, era, shape)
     expect(fromDirect).toEqual(fromSdk)
+  })
+})
+
+describe("a listing page beyond ASCII", () => {
+  it("is written with its length in bytes, and reads as the SDK's path writes it", async () => {
+    const token = await direct.token()
+    const headers = { "mcp-protocol-version": "2025-11-25", authorization: `Bearer ${token}` }
+    const pages: Array<Array<Record<string, unknown>>> = []
+    let cursor: string | undefined
+    do {
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: "wide",
+        method: "tools/list",
+        params: cursor ? { cursor } : {}
+      })
+      const response = await rawPost(direct.mcpUrl, body, headers)
+      const bytes = Buffer.from(await response.arrayBuffer())
+      expect(response.headers.get("content-type")).toBe("application/json")
+      expect(Number(response.headers.get("content-length"))).toBe(bytes.length)
+      const message = JSON.parse(bytes.toString("utf8")) as { result: Record<string, unknown> }
+      pages.push(message.result["tools"] as Array<Record<string, unknown>>)
+      cursor = message.result["nextCursor"] as string | undefined
+    } while (cursor !== undefined)
+    const wideTools = pages.flat().filter((tool) => String(tool["name"]).startsWith("wide__"))
+    expect(wideTools.map((tool) => [tool["name"], tool["description"]])).toEqual([
+      ["wide__cafe", `${WIDE_TEXT} (cafe)`],
+      ["wide__report", `${WIDE_TEXT} (report)`]
+    ])
+    // The second request of each page comes from the cache: the same bytes again.
+    const again = await rawPost(
+      direct.mcpUrl,
+      JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+      headers
+    )
+    const fromSdk = await rawPost(
+      sdk.mcpUrl,
+      JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+      { ...headers, authorization: `Bearer ${await sdk.token()}` }
+    )
+    expect(await jsonRpcOf(again)).toEqual(await jsonRpcOf(fromSdk))
   })
 })
 

@@ -34,20 +34,22 @@ const isIssuedCursor = (index: CatalogIndex, cursor: string): boolean => {
   return after !== undefined && encodeCursor(after) === cursor && index.toolByName.has(after)
 }
 
-/** Serialized pages are kept up to this many characters per generation; past it, pages are built per request. */
-const maxCachedChars = 16 * 1024 * 1024
+/** Serialized pages are kept up to this many bytes per generation; past it, pages are built per request. */
+const maxCachedBytes = 16 * 1024 * 1024
 
 /**
  * `tools/list` result documents, serialized once per catalog index, caller view (its fingerprint:
  * callers with the same effective access share pages) and cursor: a catalog of thousands of tools is
  * otherwise re-serialized (and, through the SDK, re-validated) on every page of every client's listing.
  * A rebuilt index starts a new cache, so a cached page never outlives the catalog it was cut from, and
- * a changed permission changes the fingerprint, so it can never be served an older page.
+ * a changed permission changes the fingerprint, so it can never be served an older page. Pages are
+ * kept as UTF-8 bytes, so a page of a large catalog (hundreds of kilobytes) is neither scanned for its
+ * length nor encoded again on each request: the answer is written around it (`Reply.result`).
  */
 export class ToolPages {
   private index: CatalogIndex | undefined
-  private pages = new Map<string, string>()
-  private chars = 0
+  private pages = new Map<string, Buffer>()
+  private bytes = 0
 
   constructor(
     private readonly pageSize: number,
@@ -55,17 +57,17 @@ export class ToolPages {
     private readonly modernTail: string
   ) {}
 
-  /** Characters held (keys and documents), for tests and diagnostics. */
-  get cachedChars(): number {
-    return this.chars
+  /** Bytes held (keys and documents), for tests and diagnostics. */
+  get cachedBytes(): number {
+    return this.bytes
   }
 
-  /** The JSON of the result, or undefined for a cursor the SDK must answer (it is not one of ours). */
-  result(index: CatalogIndex, view: View, cursor: string | undefined, era: DirectRequest["era"]): string | undefined {
+  /** The JSON of the result in UTF-8, or undefined for a cursor the SDK must answer (it is not one of ours). */
+  result(index: CatalogIndex, view: View, cursor: string | undefined, era: DirectRequest["era"]): Buffer | undefined {
     if (index !== this.index) {
       this.index = index
       this.pages = new Map()
-      this.chars = 0
+      this.bytes = 0
     }
     // Only cursors this gateway hands out are cached: canonical, naming a tool of this catalog. Any
     // other string that decodes is still answered, just not kept (a caller cannot fill the cache).
@@ -86,10 +88,12 @@ export class ToolPages {
       return undefined
     }
     const next = page.nextCursor === undefined ? "" : `,"nextCursor":${JSON.stringify(page.nextCursor)}`
-    const result = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? this.modernTail : ""}}`
-    if (cacheable && this.chars + key.length + result.length <= maxCachedChars) {
+    const result = Buffer.from(
+      `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? this.modernTail : ""}}`
+    )
+    if (cacheable && this.bytes + key.length + result.length <= maxCachedBytes) {
       this.pages.set(key, result)
-      this.chars += key.length + result.length
+      this.bytes += key.length + result.length
     }
     return result
   }
