@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os"
 import { startBareProxy } from "./support/bare-proxy.js"
 import { freePort } from "./support/http.js"
-import { keepAliveAgent, legacyRequest, modernRequest } from "./support/json-rpc.js"
+import { keepAliveAgent, legacyRequest, modernRequest, postTimed, resultOf } from "./support/json-rpc.js"
 import { backendUrl } from "./support/mcp-backend.js"
 import { BACKENDS, DOWN_BACKENDS, FILLER_TOOLS, type McpGateway, startMcpFixture } from "./support/mcp-fixture.js"
 import {
@@ -15,6 +15,7 @@ import {
   walkToolsList
 } from "./support/mcp-measure.js"
 import { sampleRss } from "./support/rss-sampler.js"
+import { startStaticPages } from "./support/static-pages.js"
 import { median, percentile } from "./support/stats.js"
 import { formatCount, formatMb, formatMs, formatShare, type Table, verdict } from "./support/table.js"
 
@@ -67,7 +68,20 @@ const legacyEchoCall = (url: string, tool: string, token?: string): Target => {
   return { url, body, headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` } }
 }
 
-const listTools = (gateway: McpGateway, cursor?: string): Target => {
+/** Where `tools/list` is walked: a gateway, or the static floor serving the pages it answered. */
+interface ListTarget {
+  readonly mcpUrl: string
+  readonly token: string
+  readonly pid: number
+}
+
+const listTarget = (gateway: McpGateway): ListTarget => ({
+  mcpUrl: gateway.mcpUrl,
+  token: gateway.token,
+  pid: gateway.child.pid
+})
+
+const listTools = (gateway: ListTarget, cursor?: string): Target => {
   const { body, headers } = modernRequest("tools/list", cursor === undefined ? {} : { cursor })
   return { url: gateway.mcpUrl, body, headers: { ...headers, authorization: `Bearer ${gateway.token}` } }
 }
@@ -102,13 +116,32 @@ interface ListFigures {
   readonly peakRssMb: number | undefined
 }
 
-/** Full walks of `tools/list` on both gateways, interleaved round by round. */
-const measureLists = async (gateways: ReadonlyArray<McpGateway>): Promise<ReadonlyArray<ListFigures>> => {
+/** Every page the gateway answers for a whole walk, by the cursor that asks for it ("" for the first). */
+const capturePages = async (gateway: ListTarget): Promise<ReadonlyMap<string, string>> => {
+  const agent = keepAliveAgent()
+  const pages = new Map<string, string>()
+  let cursor: string | undefined
+  try {
+    do {
+      const target = listTools(gateway, cursor)
+      const answered = await postTimed(agent, target.url, target.body, target.headers)
+      pages.set(cursor ?? "", answered.body)
+      const next = resultOf(answered)["nextCursor"]
+      cursor = typeof next === "string" ? next : undefined
+    } while (cursor !== undefined)
+  } finally {
+    agent.destroy()
+  }
+  return pages
+}
+
+/** Full walks of `tools/list` on each target, interleaved round by round. */
+const measureLists = async (gateways: ReadonlyArray<ListTarget>): Promise<ReadonlyArray<ListFigures>> => {
   const agents = gateways.map(() => keepAliveAgent())
   const walks = gateways.map((): Array<number> => [])
   const pages = gateways.map((): Array<number> => [])
   const tools = gateways.map(() => 0)
-  const samplers = gateways.map((gateway) => sampleRss(gateway.child.pid))
+  const samplers = gateways.map((gateway) => sampleRss(gateway.pid))
   const walk = (at: number) =>
     walkToolsList(listTools(gateways[at]!), agents[at]!, (cursor) => listTools(gateways[at]!, cursor))
   for (const at of gateways.keys()) for (let n = 0; n < LIST.warmup; n++) await walk(at)
@@ -155,7 +188,16 @@ export const run = async (): Promise<Table> => {
     // Lists first, while both gateways have served nothing but their warm-up: a gateway that has just
     // served thousands of calls runs with hotter compiled code than one that has not, which the
     // comparison between the two must not measure.
-    const [lists, listsWithDown] = (await measureLists([gateway, gatewayWithDown])) as [ListFigures, ListFigures]
+    // The floor beside them: a static server answering each page with the gateway's own bytes (the other
+    // gateway walked once too, so both have served the same before the measured walks).
+    const pagesServed = await capturePages(listTarget(gateway))
+    await capturePages(listTarget(gatewayWithDown))
+    const floor = await startStaticPages(await freePort(), pagesServed)
+    const [lists, listsWithDown, listsFloor] = (await measureLists([
+      listTarget(gateway),
+      listTarget(gatewayWithDown),
+      { mcpUrl: `http://127.0.0.1:${floor.port}/mcp`, token: "", pid: floor.child.pid }
+    ]).finally(() => floor.stop())) as [ListFigures, ListFigures, ListFigures]
     const downLimit = (p50: number) => Math.max(p50 * (1 + DOWN_TOLERANCE), p50 + DOWN_TOLERANCE_MS)
 
     const directLegacy = legacyEchoCall(backendUrl(fixture.backendPorts[0]!), "echo")
@@ -227,7 +269,7 @@ export const run = async (): Promise<Table> => {
       parsing: parsingLoad.cpuMicrosPerCall ?? 0,
       gateway: gatewayLoad.cpuMicrosPerCall ?? 0
     }
-    const listLoad = await throughput(listTools(gateway), C32, gateway.child.pid)
+    const listLoad = await throughput(listTools(listTarget(gateway)), C32, gateway.child.pid)
 
     const expectedTools = BACKENDS * (FILLER_TOOLS + 1)
     const p50Overhead = p50.gateway - p50.direct
@@ -352,6 +394,15 @@ export const run = async (): Promise<Table> => {
           "—",
           `≤ ${TARGET_LIST_MS} ms`,
           verdict(lists.walkP50 <= TARGET_LIST_MS && lists.tools === expectedTools)
+        ],
+        [
+          "same pages from a static server (bench/support/static-pages-main.ts: the floor of reading them here), one request / all",
+          "—",
+          `${formatMs(listsFloor.pageP50)} / ${formatMs(listsFloor.walkP50)} (${formatMs(listsFloor.walkP99)})`,
+          `${formatMs(lists.pageP50)} / ${formatMs(lists.walkP50)}`,
+          `+${formatMs(lists.pageP50 - listsFloor.pageP50)} / +${formatMs(lists.walkP50 - listsFloor.walkP50)}`,
+          "(information)",
+          "—"
         ],
         [
           `same, ${DOWN_BACKENDS} more backends down: one request`,
