@@ -5,9 +5,9 @@ import { type VerifyingKey, verifyArchiveFile } from "../events/archive/verify-f
 
 /**
  * `gateway verify-audit --file <jsonl> --key <ID>=<BASE64_PUBLIC_KEY>[@<FIRST>-<LAST>] … [--after-sequence
- * <n> --after-hash <hash>]` (docs/audit-archive.md, "Verifying"; the range: "Rotating the key"). Exit 0: every line holds, and standard output says the
- * next checkpoint; 1: the file is refused (`<file>:<line>: <reason>` on standard error) or unreadable;
- * 2: a usage error.
+ * <n> --after-hash <hash>]` (docs/audit-archive.md, "Verifying"; a key's range: "Rotating the key").
+ * Exit 0: every line holds, and standard output says the next checkpoint; 1: the file is refused
+ * (`<file>:<line>: <reason>` on standard error) or unreadable; 2: a usage error.
  */
 
 export class ArchiveRefused extends Data.TaggedError("ArchiveRefused")<{ readonly message: string }> {}

@@ -88,9 +88,11 @@ export class ToolPages {
       return undefined
     }
     const next = page.nextCursor === undefined ? "" : `,"nextCursor":${JSON.stringify(page.nextCursor)}`
-    const result = Buffer.from(
-      `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? this.modernTail : ""}}`
-    )
+    const text = `{"tools":${JSON.stringify(page.items)}${next}${era === "modern" ? this.modernTail : ""}}`
+    // Outside Node's shared pool of small buffers: a small page kept in the cache must not keep a whole
+    // pool slab alive beyond the bytes it counts.
+    const result = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+    result.write(text, "utf8")
     if (cacheable && this.bytes + key.length + result.length <= maxCachedBytes) {
       this.pages.set(key, result)
       this.bytes += key.length + result.length
