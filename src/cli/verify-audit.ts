@@ -20,7 +20,8 @@ const keyText = /^([^=]+)=([A-Za-z0-9+/]{43}=)(?:@([0-9]*)-([0-9]*))?$/
 /** A bound of a key's range: an integer from 1 to 2^53-1, or undefined when not given. */
 const bound = (text: string | undefined): number | undefined | "bad" => {
   if (text === undefined || text === "") return undefined
-  const number = text.length <= 16 ? Number(text) : Number.NaN
+  const digits = text.replace(/^0+(?=\d)/, "")
+  const number = digits.length <= 16 ? Number(digits) : Number.NaN
   return Number.isSafeInteger(number) && number >= 1 ? number : "bad"
 }
 

@@ -92,6 +92,9 @@ export const httpsTransport = (ca: string | undefined, timeoutMs = WEBHOOK_TIMEO
             new Agent({
               keepAlive: true,
               maxSockets: 1,
+              // Closed after 4 s unused (or sooner when the receiver's Keep-Alive says so): before a
+              // receiver with Node's default 5 s closes it under the next delivery.
+              timeout: 4_000,
               // Explicit: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not turn verification off.
               rejectUnauthorized: true,
               ...(ca === undefined ? {} : { ca })

@@ -44,11 +44,22 @@ export const receiptProblem = (body: string, sequence: number, hash: string): st
 
 /**
  * The archive's connection to its receiver: one at a time (entries are shipped in order, one after the
- * other), kept alive between them. Its verification settings are the agent's: the certificate and host
- * name are always checked (NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn it off), against `ca` when given.
+ * other), kept alive between them, and closed after `ARCHIVE_IDLE_MS` unused (or sooner when the
+ * receiver's `Keep-Alive: timeout` says so), before a receiver with Node's default 5 s closes it under
+ * a request. Its verification settings are the agent's: the certificate and host name are always
+ * checked (NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn it off), against `ca` when given.
  */
 export const archiveAgent = (ca: string | undefined): Agent =>
-  new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) })
+  new Agent({
+    keepAlive: true,
+    maxSockets: 1,
+    timeout: ARCHIVE_IDLE_MS,
+    rejectUnauthorized: true,
+    ...(ca === undefined ? {} : { ca })
+  })
+
+/** How long the kept connection may stay unused. */
+export const ARCHIVE_IDLE_MS = 4_000
 
 /** Errors of a kept-alive connection the receiver closed just as it was used again: nothing was answered. */
 const STALE_CONNECTION = new Set(["ECONNRESET", "EPIPE"])

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
-import { ARCHIVE_TIMEOUT_MS, archiveAgent, shipEnvelope } from "../../../src/events/archive/ship.js"
+import { ARCHIVE_IDLE_MS, ARCHIVE_TIMEOUT_MS, archiveAgent, shipEnvelope } from "../../../src/events/archive/ship.js"
 import { makeTestCa } from "../../support/test-ca.js"
 
 const ca = makeTestCa()
@@ -50,6 +50,24 @@ const ship = (url: string) =>
   )
 
 describe("one archive shipment", () => {
+  it.scoped("the kept connection is closed after ARCHIVE_IDLE_MS unused, before a receiver's own 5 s", () =>
+    Effect.gen(function* () {
+      const receipt = `{"sequence":1,"hash":"${"a".repeat(64)}"}`
+      const target = yield* server((_, response) =>
+        response.writeHead(200, { "content-type": "application/json" }).end(receipt)
+      )
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(() => archiveAgent(ca.caPem)),
+        (made) => Effect.sync(() => made.destroy())
+      )
+      expect(yield* shipEnvelope(target.url, ENVELOPE, 1, "a".repeat(64), agent)).toEqual({ _tag: "Acknowledged" })
+      const kept = Object.values(agent.freeSockets).flat()
+      expect(kept).toHaveLength(1)
+      expect(kept[0]!.timeout).toBe(ARCHIVE_IDLE_MS)
+      expect(ARCHIVE_IDLE_MS).toBeLessThan(5_000)
+    })
+  )
+
   it.scoped("a redirect is a failure (http_302) and is never followed", () =>
     Effect.gen(function* () {
       const target = yield* server((_, response) =>

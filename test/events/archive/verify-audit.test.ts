@@ -313,6 +313,8 @@ describe("gateway verify-audit", () => {
     const within = await verify(`k1=${key.publicKeyBase64}@1-20`)
     expect(within.code).toBe(0)
     expect(within.stdout).toContain("OK, 20 entries verified")
+    // Leading zeros are the same number, however many.
+    expect((await verify(`k1=${key.publicKeyBase64}@00000000000000000001-000020`)).code).toBe(0)
     const past = await verify(`k1=${key.publicKeyBase64}@-10`)
     expect(past.code).toBe(1)
     expect(past.stderr).toContain(`${file}:11: key "k1" is not valid for sequence 11 (given for 1-10)`)
