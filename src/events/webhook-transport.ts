@@ -1,5 +1,6 @@
-import { Agent, request } from "node:https"
+import { type Agent, request } from "node:https"
 import { Context, Effect, Layer, Ref } from "effect"
+import { deliveryAgent } from "./delivery-agent.js"
 
 /** One signed delivery, exactly as it goes out. */
 export interface WebhookRequest {
@@ -78,28 +79,15 @@ export const postWebhook = (delivery: WebhookRequest, agent: Agent): Effect.Effe
   })
 
 /**
- * The HTTPS transport, bounded by `timeoutMs` (the Effect clock: TestClock drives it in tests). One
- * kept-alive connection (deliveries are one at a time), so a backlog does not pay a TLS handshake per
- * event; its verification settings are the agent's.
+ * The HTTPS transport, bounded by `timeoutMs` (the Effect clock: TestClock drives it in tests), over
+ * the outbox's one kept-alive connection (`deliveryAgent`), whose verification settings it takes.
  */
 export const httpsTransport = (ca: string | undefined, timeoutMs = WEBHOOK_TIMEOUT_MS) =>
   Layer.scoped(
     WebhookTransport,
     Effect.map(
       Effect.acquireRelease(
-        Effect.sync(
-          () =>
-            new Agent({
-              keepAlive: true,
-              maxSockets: 1,
-              // Closed after 4 s unused (or sooner when the receiver's Keep-Alive says so): before a
-              // receiver with Node's default 5 s closes it under the next delivery.
-              timeout: 4_000,
-              // Explicit: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not turn verification off.
-              rejectUnauthorized: true,
-              ...(ca === undefined ? {} : { ca })
-            })
-        ),
+        Effect.sync(() => deliveryAgent(ca)),
         (agent) => Effect.sync(() => agent.destroy())
       ),
       (agent) => ({

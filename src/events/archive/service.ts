@@ -3,11 +3,12 @@ import { readCaBundle } from "../../bearer/external-jwks-fetch.js"
 import type { GatewayConfig } from "../../config/schema.js"
 import { ApprovalEventRepo } from "../../store/approval-events.js"
 import { ArchiveRepo, type NewArchiveEntry } from "../../store/archive-entries.js"
+import { deliveryAgent } from "../delivery-agent.js"
 import { ArchiveDelivery } from "../delivery-status.js"
 import { securityEvent } from "../security-log.js"
 import { entryOfEvent, isArchived } from "./entry-of-event.js"
 import { GENESIS_HASH, serializeEntry } from "./format.js"
-import { archiveAgent, type ShipOutcome, shipEnvelope } from "./ship.js"
+import { type ShipOutcome, shipEnvelope } from "./ship.js"
 import { type ArchiveSigningKey, parseArchiveSigningKey, sealEntry } from "./signing-key.js"
 
 /**
@@ -69,7 +70,7 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
     const settings = yield* ArchiveSettingsTag
     // The one connection to the receiver, kept alive between entries; closed with the service.
     const agent = yield* Effect.acquireRelease(
-      Effect.sync(() => archiveAgent(settings?.ca)),
+      Effect.sync(() => deliveryAgent(settings?.ca)),
       (made) => Effect.sync(() => made.destroy())
     )
     const repo = yield* ArchiveRepo

@@ -1,4 +1,4 @@
-import { Agent, request } from "node:https"
+import { type Agent, request } from "node:https"
 import { Effect } from "effect"
 
 /**
@@ -7,8 +7,8 @@ import { Effect } from "effect"
  * instead of the system roots when given), redirects never followed. Acknowledged only by a 2xx whose
  * body is the receipt `{"sequence": <n>, "hash": "<hex>"}` of exactly this entry; anything else is a
  * failure with its class, which is what logs and the delivery status show (never the answer's body).
- * Entries go over one kept-alive connection (`archiveAgent`), so a backlog does not pay a TLS handshake
- * per entry.
+ * Entries go over one kept-alive connection (`deliveryAgent`, src/events/delivery-agent.ts), whose
+ * verification settings they take, so a backlog does not pay a TLS handshake per entry.
  */
 
 export type ShipOutcome = { readonly _tag: "Acknowledged" } | { readonly _tag: "Failed"; readonly errorClass: string }
@@ -41,25 +41,6 @@ export const receiptProblem = (body: string, sequence: number, hash: string): st
   const fields = receipt as { readonly sequence?: unknown; readonly hash?: unknown }
   return fields.sequence === sequence && fields.hash === hash ? undefined : "receipt_mismatch"
 }
-
-/**
- * The archive's connection to its receiver: one at a time (entries are shipped in order, one after the
- * other), kept alive between them, and closed after `ARCHIVE_IDLE_MS` unused (or sooner when the
- * receiver's `Keep-Alive: timeout` says so), before a receiver with Node's default 5 s closes it under
- * a request. Its verification settings are the agent's: the certificate and host name are always
- * checked (NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn it off), against `ca` when given.
- */
-export const archiveAgent = (ca: string | undefined): Agent =>
-  new Agent({
-    keepAlive: true,
-    maxSockets: 1,
-    timeout: ARCHIVE_IDLE_MS,
-    rejectUnauthorized: true,
-    ...(ca === undefined ? {} : { ca })
-  })
-
-/** How long the kept connection may stay unused. */
-export const ARCHIVE_IDLE_MS = 4_000
 
 /** Errors of a kept-alive connection the receiver closed just as it was used again: nothing was answered. */
 const STALE_CONNECTION = new Set(["ECONNRESET", "EPIPE"])

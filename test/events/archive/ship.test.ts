@@ -8,7 +8,8 @@ import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
-import { ARCHIVE_IDLE_MS, ARCHIVE_TIMEOUT_MS, archiveAgent, shipEnvelope } from "../../../src/events/archive/ship.js"
+import { ARCHIVE_TIMEOUT_MS, shipEnvelope } from "../../../src/events/archive/ship.js"
+import { DELIVERY_IDLE_MS, deliveryAgent } from "../../../src/events/delivery-agent.js"
 import { makeTestCa } from "../../support/test-ca.js"
 
 const ca = makeTestCa()
@@ -44,27 +45,27 @@ const server = (handle: (request: IncomingMessage, response: ServerResponse) => 
 const ENVELOPE = JSON.stringify({ entry: "{}", hash: "a".repeat(64), signature: "" })
 const ship = (url: string) =>
   Effect.acquireUseRelease(
-    Effect.sync(() => archiveAgent(ca.caPem)),
+    Effect.sync(() => deliveryAgent(ca.caPem)),
     (agent) => shipEnvelope(url, ENVELOPE, 1, "a".repeat(64), agent),
     (agent) => Effect.sync(() => agent.destroy())
   )
 
 describe("one archive shipment", () => {
-  it.scoped("the kept connection is closed after ARCHIVE_IDLE_MS unused, before a receiver's own 5 s", () =>
+  it.scoped("the kept connection is closed after DELIVERY_IDLE_MS unused, before a receiver's own 5 s", () =>
     Effect.gen(function* () {
       const receipt = `{"sequence":1,"hash":"${"a".repeat(64)}"}`
       const target = yield* server((_, response) =>
         response.writeHead(200, { "content-type": "application/json" }).end(receipt)
       )
       const agent = yield* Effect.acquireRelease(
-        Effect.sync(() => archiveAgent(ca.caPem)),
+        Effect.sync(() => deliveryAgent(ca.caPem)),
         (made) => Effect.sync(() => made.destroy())
       )
       expect(yield* shipEnvelope(target.url, ENVELOPE, 1, "a".repeat(64), agent)).toEqual({ _tag: "Acknowledged" })
       const kept = Object.values(agent.freeSockets).flat()
       expect(kept).toHaveLength(1)
-      expect(kept[0]!.timeout).toBe(ARCHIVE_IDLE_MS)
-      expect(ARCHIVE_IDLE_MS).toBeLessThan(5_000)
+      expect(kept[0]!.timeout).toBe(DELIVERY_IDLE_MS)
+      expect(DELIVERY_IDLE_MS).toBeLessThan(5_000)
     })
   )
 
