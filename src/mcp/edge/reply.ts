@@ -31,12 +31,17 @@ export class Reply {
 
   private send(status: number, type: string, body: string, extra?: Readonly<Record<string, string>>) {
     if (this.sent) return
+    this.head(status, type, Buffer.byteLength(body), extra)
+    this.response.end(body)
+  }
+
+  /** The status line and headers of a whole answer of `length` bytes. */
+  private head(status: number, type: string, length: number, extra?: Readonly<Record<string, string>>) {
     // Object.assign onto a fresh object rather than a spread: this runs on every answer.
     const headers: Record<string, string | number> = Object.assign({}, this.headers, extra)
     headers["content-type"] = type
-    headers["content-length"] = Buffer.byteLength(body)
+    headers["content-length"] = length
     this.response.writeHead(status, headers)
-    this.response.end(body)
   }
 
   /** The gateway's own error body (docs/errors.md), written as the Effect pipeline writes it. */
@@ -64,10 +69,7 @@ export class Reply {
       return
     }
     if (this.sent) return
-    const headers: Record<string, string | number> = Object.assign({}, this.headers)
-    headers["content-type"] = jsonType
-    headers["content-length"] = Buffer.byteLength(head) + resultJson.length + 1
-    this.response.writeHead(200, headers)
+    this.head(200, jsonType, Buffer.byteLength(head) + resultJson.length + 1)
     this.response.cork()
     this.response.write(head)
     this.response.write(resultJson)
