@@ -43,17 +43,6 @@ export class ArchiveRaced extends Data.TaggedError("ArchiveRaced") {}
 
 const Cursor = Schema.Array(Schema.Struct({ event_seq: StoredInt }))
 const Last = Schema.Array(Schema.Struct({ sequence: StoredInt, hash: Schema.String, envelope: Schema.String }))
-
-/** The key id an envelope's entry was signed with (the gateway wrote it, so it parses). */
-const keyIdOf = (envelope: string): string | undefined => {
-  try {
-    const entry: unknown = JSON.parse((JSON.parse(envelope) as { entry: string }).entry)
-    const keyId = (entry as { key_id?: unknown }).key_id
-    return typeof keyId === "string" ? keyId : undefined
-  } catch {
-    return undefined
-  }
-}
 const Counts = Schema.Array(
   Schema.Struct({ pending: StoredInt, failed: StoredInt, oldest: Schema.NullOr(StoredTimestamp) })
 )
@@ -72,8 +61,8 @@ export class ArchiveRepo extends Effect.Service<ArchiveRepo>()("gateway/ArchiveR
     const decodeRows = Schema.decodeUnknown(Schema.Array(ArchiveEntryRow))
 
     /**
-     * The outbox `seq` the archive has taken in, and the chain's last entry (undefined: none yet) with the
-     * key id it was signed with.
+     * The outbox `seq` the archive has taken in, and the chain's last entry (undefined: none yet) with its
+     * envelope.
      */
     const position = Effect.fn("ArchiveRepo.position")(function* () {
       const cursor = yield* sql`SELECT event_seq FROM archive_cursor WHERE id = 1`.pipe(
@@ -84,12 +73,7 @@ export class ArchiveRepo extends Effect.Service<ArchiveRepo>()("gateway/ArchiveR
         Effect.flatMap(Schema.decodeUnknown(Last)),
         Effect.orDie
       )
-      const last = rows[0]
-      return {
-        eventSeq: cursor[0]?.event_seq ?? 0,
-        last:
-          last === undefined ? undefined : { sequence: last.sequence, hash: last.hash, keyId: keyIdOf(last.envelope) }
-      }
+      return { eventSeq: cursor[0]?.event_seq ?? 0, last: rows[0] }
     })
 
     /**

@@ -73,6 +73,17 @@ export const entryDigest = (entryText: string): Buffer => createHash("sha256").u
 export const envelopeLine = (entryText: string, hashHex: string, signatureBase64: string): string =>
   JSON.stringify({ entry: entryText, hash: hashHex, signature: signatureBase64 })
 
+/** The key id a stored envelope's entry was signed with; undefined when it does not parse as one. */
+export const envelopeKeyId = (envelope: string): string | undefined => {
+  try {
+    const entry: unknown = JSON.parse((JSON.parse(envelope) as { entry: string }).entry)
+    const keyId = (entry as { key_id?: unknown }).key_id
+    return typeof keyId === "string" ? keyId : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The receipt a receiver answers with (docs/audit-archive.md, "Shipping"). */
 export interface ArchiveReceipt {
   readonly sequence: number

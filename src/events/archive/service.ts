@@ -7,7 +7,7 @@ import { deliveryAgent } from "../delivery-agent.js"
 import { ArchiveDelivery } from "../delivery-status.js"
 import { securityEvent } from "../security-log.js"
 import { entryOfEvent, isArchived } from "./entry-of-event.js"
-import { GENESIS_HASH, serializeEntry } from "./format.js"
+import { envelopeKeyId, GENESIS_HASH, serializeEntry } from "./format.js"
 import { type ShipOutcome, shipEnvelope } from "./ship.js"
 import { type ArchiveSigningKey, parseArchiveSigningKey, sealEntry } from "./signing-key.js"
 
@@ -111,9 +111,13 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
       )
       // The first entry signed with a new key: where the old key's range ends, for `verify-audit --key
       // <ID>=<KEY>@<FIRST>-<LAST>` (docs/audit-archive.md, "Rotating the key").
+      // Read off the last stored entry only when something was sealed: not on every idle pass.
       const first = entries[0]
-      const before = position.last?.keyId
-      if (appended && first !== undefined && before !== undefined && before !== archive.keyId) {
+      const before =
+        appended && first !== undefined && position.last !== undefined
+          ? envelopeKeyId(position.last.envelope)
+          : undefined
+      if (first !== undefined && before !== undefined && before !== archive.keyId) {
         yield* securityEvent("approval.archive_key_changed", {
           key_id: archive.keyId,
           previous_key_id: before,

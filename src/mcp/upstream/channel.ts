@@ -164,7 +164,7 @@ const isErrorObject = (value: unknown): value is JsonRpcErrorObject =>
  * lower-case `name`; of a repeated header the first counts, as node:http does. Only names of the
  * same length are decoded.
  */
-export const rawHeader = (raw: ReadonlyArray<Buffer | string> | null, name: string): string | undefined => {
+const rawHeader = (raw: ReadonlyArray<Buffer | string> | null, name: string): string | undefined => {
   if (raw === null) return undefined
   for (let at = 0; at + 1 < raw.length; at += 2) {
     const key = raw[at]!
