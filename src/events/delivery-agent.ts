@@ -19,3 +19,16 @@ export const deliveryAgent = (ca: string | undefined): Agent =>
     rejectUnauthorized: true,
     ...(ca === undefined ? {} : { ca })
   })
+
+const TLS_CODES = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i
+
+/**
+ * The class of a delivery that failed before any answer, as logs and the delivery status show it:
+ * `tls` (certificate or handshake refused), `dns`, or `connect` (refused, unreachable, reset).
+ */
+export const failureClass = (error: NodeJS.ErrnoException): string => {
+  const code = error.code ?? ""
+  if (TLS_CODES.test(code) || TLS_CODES.test(error.message)) return "tls"
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "dns"
+  return "connect"
+}

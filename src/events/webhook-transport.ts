@@ -1,6 +1,6 @@
 import { type Agent, request } from "node:https"
 import { Context, Effect, Layer, Ref } from "effect"
-import { deliveryAgent } from "./delivery-agent.js"
+import { deliveryAgent, failureClass } from "./delivery-agent.js"
 
 /** One signed delivery, exactly as it goes out. */
 export interface WebhookRequest {
@@ -26,15 +26,6 @@ export class WebhookTransport extends Context.Tag("gateway/WebhookTransport")<
   WebhookTransport,
   { readonly send: (delivery: WebhookRequest) => Effect.Effect<WebhookOutcome> }
 >() {}
-
-const TLS_CODES = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME|ERR_TLS/i
-
-const classify = (error: NodeJS.ErrnoException): string => {
-  const code = error.code ?? ""
-  if (TLS_CODES.test(code) || TLS_CODES.test(error.message)) return "tls"
-  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "dns"
-  return "connect"
-}
 
 /**
  * One POST over HTTPS: certificate and host name always verified (against `ca`, the `ca_file`
@@ -73,7 +64,7 @@ export const postWebhook = (delivery: WebhookRequest, agent: Agent): Effect.Effe
       }
     )
     outgoing.once("error", (error: NodeJS.ErrnoException) => {
-      if (!signal.aborted) resume(Effect.succeed({ _tag: "Failed", errorClass: classify(error) } as const))
+      if (!signal.aborted) resume(Effect.succeed({ _tag: "Failed", errorClass: failureClass(error) } as const))
     })
     outgoing.end(delivery.body)
   })

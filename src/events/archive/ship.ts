@@ -1,5 +1,6 @@
 import { type Agent, request } from "node:https"
 import { Effect } from "effect"
+import { failureClass } from "../delivery-agent.js"
 
 /**
  * Sends one archive envelope (docs/audit-archive.md, "Shipping"): a POST over HTTPS with the stored line
@@ -17,15 +18,6 @@ export type ShipOutcome = { readonly _tag: "Acknowledged" } | { readonly _tag: "
 export const ARCHIVE_TIMEOUT_MS = 10_000
 /** A receipt is a few dozen bytes: an answer longer than this is not one. */
 const MAX_RECEIPT_BYTES = 4096
-
-const TLS_CODES = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i
-
-const classify = (error: NodeJS.ErrnoException): string => {
-  const code = error.code ?? ""
-  if (TLS_CODES.test(code) || TLS_CODES.test(error.message)) return "tls"
-  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "dns"
-  return "connect"
-}
 
 const failed = (errorClass: string): ShipOutcome => ({ _tag: "Failed", errorClass })
 
@@ -105,7 +97,7 @@ const sendOnce = (
     outgoing.once("error", (error: NodeJS.ErrnoException) => {
       if (signal.aborted) return
       const stale = outgoing.reusedSocket && STALE_CONNECTION.has(error.code ?? "")
-      resume(Effect.succeed(stale ? "stale" : failed(classify(error))))
+      resume(Effect.succeed(stale ? "stale" : failed(failureClass(error))))
     })
     outgoing.end(envelope)
   })
