@@ -203,35 +203,39 @@ const decisionCost = (engine: PolicyEngine["Type"], view: View) => {
 
 const cursorMark = '"nextCursor":"'
 
-/** Every page as the gateway serves it (the serialized result, its bytes); the cursor read off its tail. */
+/**
+ * Every page as the gateway serves it (the serialized result, UTF-8 bytes): how many bytes in all. The
+ * cursor is read off each page's tail (it is ASCII, so the last bytes decoded alone are enough).
+ */
 const walkAllPages = (view: View, pages: ToolPages) => {
   let cursor: string | undefined
-  let characters = 0
+  let bytes = 0
   do {
-    const result = pages.result(index, view, cursor, "modern")!.toString("latin1")
-    characters += result.length
+    const page = pages.result(index, view, cursor, "modern")!
+    bytes += page.length
+    const result = page.toString("utf8", Math.max(0, page.length - 4096))
     const mark = result.lastIndexOf(cursorMark)
     cursor =
       mark < 0 ? undefined : result.slice(mark + cursorMark.length, result.indexOf('"', mark + cursorMark.length))
   } while (cursor !== undefined)
-  return characters
+  return bytes
 }
 
 /** The whole filtered listing for the view: built (cold, a fresh cache) and served from the cache (warm). */
 const listingCost = (view: View, tail: string) => {
   const cold: Array<number> = []
   const warm: Array<number> = []
-  let characters = 0
+  let bytes = 0
   for (let round = 0; round < 25; round++) {
     const pages = new ToolPages(PAGE_SIZE, tail)
     let started = performance.now()
-    characters = walkAllPages(view, pages)
+    bytes = walkAllPages(view, pages)
     cold.push(performance.now() - started)
     started = performance.now()
     walkAllPages(view, pages)
     warm.push(performance.now() - started)
   }
-  return { cold: median(cold), warm: median(warm), characters }
+  return { cold: median(cold), warm: median(warm), bytes }
 }
 
 const TARGET_WRITE_P95_MS = 100
@@ -319,7 +323,7 @@ const decisionTable = async (): Promise<Table> => {
   const list = at256!.list
   rows.push(["flatness, 10 → 2,000 groups", "", `${(largest / smallest).toFixed(2)}×`, "", "", verdict(flat)])
   rows.push([
-    `tools/list, 256 of ${GROUPS} groups, all pages (built / cached; ${(list.characters / 1e6).toFixed(1)} MB)`,
+    `tools/list, 256 of ${GROUPS} groups, all pages (built / cached; ${(list.bytes / 1e6).toFixed(1)} MB)`,
     String(index.tools.filter((tool) => engineFor(grantOf(256)).view.seesTool(tool)).length),
     `${formatMs(list.cold)} / ${formatMs(list.warm)}`,
     "",

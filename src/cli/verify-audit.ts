@@ -15,7 +15,8 @@ export class ArchiveRefused extends Data.TaggedError("ArchiveRefused")<{ readonl
 const usage = (text: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(text)))
 
 const hex64 = /^[0-9a-f]{64}$/
-const keyText = /^([^=]+)=([A-Za-z0-9+/]{43}=)(?:@([0-9]*)-([0-9]*))?$/
+// The key is the last `=` and 44 Base64 characters (with its range after it): an id may hold `=` or `@`.
+const keyText = /^(.+)=([A-Za-z0-9+/]{43}=)(?:@([0-9]*)-([0-9]*))?$/
 
 /** A bound of a key's range: an integer from 1 to 2^53-1, or undefined when not given. */
 const bound = (text: string | undefined): number | undefined | "bad" => {

@@ -342,6 +342,23 @@ describe("gateway verify-audit", () => {
     expect(twice.stdout + twice.stderr).toContain("--key k1 is given twice with different keys or ranges")
   })
 
+  it("a key id holding = and @ (any non-empty key_id) is given to --key as it is, range and all", async () => {
+    const id = "ops=2026@q4"
+    const file = fileOf(joined(archiveLines(other, id, 3).lines))
+    const accepted = await runGatewayCommand([
+      "verify-audit",
+      "--file",
+      file,
+      "--key",
+      `${id}=${other.publicKeyBase64}@1-3`
+    ])
+    expect(accepted.code).toBe(0)
+    expect(accepted.stdout).toContain("OK, 3 entries verified")
+    const past = await runGatewayCommand(["verify-audit", "--file", file, "--key", `${id}=${other.publicKeyBase64}@-2`])
+    expect(past.code).toBe(1)
+    expect(past.stderr).toContain(`key "${id}" is not valid for sequence 3 (given for 1-2)`)
+  })
+
   it("a malformed --key or a checkpoint given by halves is a usage error (exit 2)", async () => {
     const good = fileOf(joined(lines.slice(0, 2)))
     const badKey = await runGatewayCommand(["verify-audit", "--file", good, "--key", "k1=abc"])
