@@ -3,12 +3,16 @@
  * on to the gateway, but npm dies of the signals it does not forward (SIGHUP, SIGKILL): the gateway
  * then notices within `intervalMs` that its parent is gone and shuts down as on SIGTERM (drain, exit),
  * instead of serving on with nobody owning it.
+ *
+ * Gone means reparented: the kernel hands a dead process's children to init (or a subreaper) as it
+ * exits, while the dead parent itself can linger as a zombie, which `kill(pid, 0)` still finds, until
+ * its own parent (a shell that has not waited yet) reaps it.
  */
-export const stopWithParent = (intervalMs = 1000): void => {
+export const stopWithParent = (intervalMs = 250): void => {
   const parent = process.ppid
   if (parent <= 1) return
   const timer = setInterval(() => {
-    if (alive(parent)) return
+    if (process.ppid === parent && alive(parent)) return
     clearInterval(timer)
     process.kill(process.pid, "SIGTERM")
   }, intervalMs)

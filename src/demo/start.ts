@@ -11,10 +11,12 @@
  *   npm start [-- --config <file>] [--demo-port <port>]
  *
  * `--config` defaults to config/gateway.yaml; `--demo-port` (default 8090) must be where that file's
- * `demo` backend points.
+ * `demo` backend points: a file whose `demo` backend points elsewhere stops `npm start` (exit 2) before
+ * anything starts (demo-target.ts).
  */
 import { parseArgs } from "node:util"
 import { runCli } from "../cli/run.js"
+import { demoTargetProblem } from "./demo-target.js"
 import { stopWithParent } from "./parent.js"
 import { demoPort, startDemoBackend } from "./serve.js"
 
@@ -35,6 +37,12 @@ const options = (() => {
     process.exit(2)
   }
 })()
+
+const mismatch = demoTargetProblem(options.config, options.port, process.env)
+if (mismatch !== undefined) {
+  process.stderr.write(`npm start: ${mismatch}\n`)
+  process.exit(2)
+}
 
 try {
   await startDemoBackend(options.port)

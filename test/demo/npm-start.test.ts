@@ -57,10 +57,18 @@ const bundledProject = (dir: string): string => {
 
 /**
  * `npm start` (or `npm run dev`, from the checkout's sources) on free ports (the demo's: `demoPort` when
- * given), resolved once it serves (`serving: false`: at once).
+ * given), resolved once it serves (`serving: false`: at once). `underSleep`: npm is started by a shell
+ * that then becomes `sleep` (`exec`), a parent that never reaps it: `Started.npm` is that parent.
  */
 const start = async (
-  options: { readonly demoPort?: number; readonly serving?: boolean; readonly script?: "start" | "dev" } = {}
+  options: {
+    readonly demoPort?: number
+    readonly serving?: boolean
+    readonly script?: "start" | "dev"
+    readonly underSleep?: boolean
+    /** The port the file's `demo` backend names, when not the demo's own. */
+    readonly demoUrlPort?: number
+  } = {}
 ): Promise<Started> => {
   const ports = { gateway: await freePort(), admin: await freePort(), demo: options.demoPort ?? (await freePort()) }
   const dir = mkdtempSync(join(tmpdir(), "gateway-npm-start-"))
@@ -80,7 +88,7 @@ admin:
   listen: 127.0.0.1:${ports.admin}
 backends:
   - id: demo
-    url: http://127.0.0.1:${ports.demo}/mcp
+    url: http://127.0.0.1:${options.demoUrlPort ?? ports.demo}/mcp
     allow_insecure_http: true
     tool_rules:
       - tools: ["*"]
@@ -93,7 +101,8 @@ backends:
       ? [["run", "dev", ...startOptions], root]
       : [["start", "--ignore-scripts", ...startOptions], bundledProject(dir)]
   // GATEWAY_CONFIG_KEY set: --dev then writes no data/dev-config.key into the working directory.
-  const npm = spawn("npm", args, {
+  const [file, argv] = options.underSleep ? ["sh", ["-c", 'npm "$@" & exec sleep 120', "sh", ...args]] : ["npm", args]
+  const npm = spawn(file, argv, {
     cwd,
     env: {
       PATH: process.env["PATH"] ?? "",
@@ -254,6 +263,46 @@ describe("npm start", () => {
     await started.exited
     expect(await allGone(everything, Object.values(started.ports))).toBe(true)
     expect(started.stderr()).toContain('"signal":"SIGTERM"')
+  }, 120_000)
+
+  it("stops the gateway when npm is killed (SIGKILL) and lingers as a zombie its own parent does not reap", async () => {
+    const started = await start({ underSleep: true })
+    const sleeper = started.npm.pid!
+    // The shell's only child, npm (whose own child is the gateway's Node process).
+    const npmPid = tree(sleeper)[1]
+    expect(npmPid).toBeDefined()
+    expect(onlyNode(npmPid!)).toBeGreaterThan(0)
+    const everything = tree(npmPid!)
+    const from = started.stderr().length
+    kill(npmPid!, "SIGKILL")
+    await started.waitFor('"msg":"shutting down"', from)
+    expect(
+      await allGone(
+        everything.filter((pid) => pid !== npmPid),
+        Object.values(started.ports)
+      )
+    ).toBe(true)
+    // npm is still there, dead but not reaped: the gateway did not wait for that.
+    expect(readFileSync(`/proc/${npmPid}/stat`, "utf8").split(") ")[1]![0]).toBe("Z")
+  }, 120_000)
+
+  it("refuses to start (exit 2, before the demo listens) when the file's demo backend points at another port than --demo-port", async () => {
+    const elsewhere = createServer((socket) => socket.destroy())
+    const other = await new Promise<number>((done) =>
+      elsewhere.listen(0, "127.0.0.1", () => done((elsewhere.address() as { port: number }).port))
+    )
+    try {
+      const started = await start({ demoUrlPort: other, serving: false })
+      expect(await started.exited).toBe(2)
+      expect(started.stderr()).toContain(
+        `the \`demo\` backend points at http://127.0.0.1:${other}/mcp, but the demo notes backend starts on http://127.0.0.1:${started.ports.demo}/mcp (--demo-port ${started.ports.demo})`
+      )
+      expect(started.stderr()).not.toContain("gateway serving")
+      expect(await accepts(started.ports.demo)).toBe(false)
+      expect(await accepts(started.ports.gateway)).toBe(false)
+    } finally {
+      elsewhere.close()
+    }
   }, 120_000)
 
   it("refuses to start when the demo backend's port is taken, rather than connect the demo backend to whatever listens there", async () => {
