@@ -62,6 +62,22 @@ export const devTokenCommand = Command.make(
           ).pipe(Effect.orDie)
           if (Option.isNone(found) && Option.isNone(subject))
             return yield* Effect.fail(notDevelopment(`the store has no user "${DEVELOPER_USERNAME}"`))
+          // A subject nobody is would be served like anyone without a group (an empty tools/list), with
+          // nothing to say why: refused here instead, naming what --subject takes.
+          if (Option.isSome(subject)) {
+            const user = yield* Effect.provide(
+              Effect.flatMap(UserRepo, (users) => users.findById(subject.value)),
+              base
+            ).pipe(Effect.orDie)
+            if (Option.isNone(user)) {
+              return yield* Effect.fail(
+                new Error(
+                  `--subject ${JSON.stringify(subject.value.slice(0, 100))}: no user has that id in this store. ` +
+                    "It takes a user's id (GET /api/v1/identities lists them, field `id`), not a user name."
+                )
+              )
+            }
+          }
           const developer = Option.match(found, { onNone: () => "", onSome: (user) => user.id })
           return yield* signer.sign(
             {

@@ -8,6 +8,7 @@ import { version } from "../version.js"
 import { adminCommand } from "./admin/command.js"
 import { AdminCommandFailed } from "./admin/failure.js"
 import { adminLoginCommand } from "./admin-login.js"
+import { commandGroup, unknownCommand } from "./command-group.js"
 import { connectCommand } from "./connect.js"
 import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
@@ -61,6 +62,13 @@ const withoutEscapes = (text: string) => {
 const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg === "string" ? withoutEscapes(arg) : arg))
 
 /**
+ * The help's list of commands with each nested command's path as typed: @effect/cli 0.77 repeats the
+ * outer group's name for commands two levels down ("- admin admin users list").
+ */
+const withoutRepeatedGroup = (args: ReadonlyArray<unknown>) =>
+  args.map((arg) => (typeof arg === "string" ? arg.replace(/^( *- )(\S+) \2 /gm, "$1$2 ") : arg))
+
+/**
  * The console with colour codes left out of what goes to a pipe or a file (help and usage errors are
  * coloured by @effect/cli): a script reading `gateway … --help` or an error gets plain text; a
  * terminal still gets colour.
@@ -70,38 +78,41 @@ const plainWhereNoTerminal = (console: Console.Console): Console.Console => {
   const err = process.stderr.isTTY === true
   return {
     ...console,
-    log: (...args) => console.log(...(out ? args : plain(args))),
-    error: (...args) => console.error(...(err ? args : plain(args))),
+    log: (...args) => console.log(...withoutRepeatedGroup(out ? args : plain(args))),
+    error: (...args) => console.error(...withoutRepeatedGroup(err ? args : plain(args))),
     unsafe: {
       ...console.unsafe,
-      log: (...args) => console.unsafe.log(...(out ? args : plain(args))),
-      error: (...args) => console.unsafe.error(...(err ? args : plain(args)))
+      log: (...args) => console.unsafe.log(...withoutRepeatedGroup(out ? args : plain(args))),
+      error: (...args) => console.unsafe.error(...withoutRepeatedGroup(err ? args : plain(args)))
     }
   }
 }
 
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
-  Command.make("gateway").pipe(
-    Command.withDescription("Identity-aware gateway in front of MCP tool servers"),
-    Command.withSubcommands([
-      serveCommand(extraRoutes),
-      validateCommand,
-      initAdminCommand,
-      adminLoginCommand,
-      adminCommand,
-      devTokenCommand,
-      connectCommand,
-      verifyAuditCommand
-    ])
-  )
+  commandGroup("gateway", "Identity-aware gateway in front of MCP tool servers", [
+    serveCommand(extraRoutes),
+    validateCommand,
+    initAdminCommand,
+    adminLoginCommand,
+    adminCommand,
+    devTokenCommand,
+    connectCommand,
+    verifyAuditCommand
+  ])
 
 /**
  * Runs the `gateway` executable. Startup failures are plain text on stderr (they are read by a
  * person at a terminal or in `docker logs`); logs while serving are JSON lines.
  */
 export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = process.argv) => {
+  const root = rootCommand(extraRoutes)
+  const missing = unknownCommand(root, "gateway", argv.slice(2))
+  if (missing !== undefined) {
+    process.stderr.write(`${missing}\n(gateway --help lists every command with its options)\n`, () => process.exit(2))
+    return
+  }
   // Every command logs JSON lines to stderr (`serve` sets its own level): stdout stays the command's output.
-  const program = Command.run(rootCommand(extraRoutes), { name: "gateway", version })(argv).pipe(
+  const program = Command.run(root, { name: "gateway", version })(argv).pipe(
     (run) => Effect.consoleWith((console) => Effect.withConsole(run, plainWhereNoTerminal(console))),
     Effect.provide(Layer.mergeAll(NodeContext.layer, loggerLayer("info")))
   )

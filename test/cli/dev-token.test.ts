@@ -65,7 +65,7 @@ describe("gateway dev-token", () => {
     expect(existsSync(database)).toBe(false)
   })
 
-  it("after `serve --dev` its token works there; a gateway without --dev refuses it and says why", async () => {
+  it("after `serve --dev` its token works there (--subject: an existing user's id only); a gateway without --dev refuses it and says why", async () => {
     const port = await freePort()
     const dev = await startGateway({
       port,
@@ -79,6 +79,20 @@ describe("gateway dev-token", () => {
     expect(minted.code).toBe(0)
     const token = minted.stdout.trim()
     expect((await listTools(dev, token)).status).toBe(200)
+
+    // --subject takes a user's id: one nobody has is refused, with no token printed.
+    const nobody = await runGatewayCommand(["dev-token", "--config", dev.configFile, "--subject", "nobody"], {
+      cwd: dev.dir
+    })
+    expect(nobody.code).toBe(1)
+    expect(nobody.stdout).toBe("")
+    expect(nobody.stderr).toContain('--subject "nobody": no user has that id in this store.')
+    const developerId = (JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as { sub: string }).sub
+    const named = await runGatewayCommand(["dev-token", "--config", dev.configFile, "--subject", developerId], {
+      cwd: dev.dir
+    })
+    expect(named.code).toBe(0)
+    expect((await listTools(dev, named.stdout.trim())).status).toBe(200)
 
     // The same store and key, served without --dev (as production would be).
     const otherPort = await freePort()

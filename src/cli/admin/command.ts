@@ -1,4 +1,4 @@
-import { Command } from "@effect/cli"
+import { commandGroup } from "../command-group.js"
 import { directoryCommand } from "./directory.js"
 import {
   backendsCommand,
@@ -15,9 +15,10 @@ import { usersCommand } from "./users.js"
  * `gateway admin-login` does (or takes `GATEWAY_ADMIN_TOKEN`), takes and prints JSON, and exits with a
  * code a script can test (src/cli/admin/failure.ts). A new kind is one file beside this one, added here.
  */
-export const adminCommand = Command.make("admin").pipe(
-  Command.withDescription("The Management API from the command line: gateway admin <kind> <action>"),
-  Command.withSubcommands([
+export const adminCommand = commandGroup(
+  "admin",
+  "The Management API from the command line: gateway admin <kind> <action>",
+  [
     usersCommand,
     directoryCommand,
     backendsCommand,
@@ -25,5 +26,5 @@ export const adminCommand = Command.make("admin").pipe(
     openApiImportsCommand,
     toolGroupsCommand,
     proposalsCommand
-  ])
+  ]
 )

@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { commandGroup } from "../command-group.js"
 import { adminSession, jsonBody, jsonOption, printJson, sessionOptions, usage } from "./session.js"
 
 /** `gateway admin directory list`: each configured identity connection's directory version. */
@@ -62,7 +63,8 @@ const resetVersionCommand = Command.make(
 )
 
 /** `gateway admin directory …`: the directory versions of the identity connections. */
-export const directoryCommand = Command.make("directory").pipe(
-  Command.withDescription("Directory snapshots: each connection's version, and resetting it"),
-  Command.withSubcommands([listCommand, resetVersionCommand])
+export const directoryCommand = commandGroup(
+  "directory",
+  "Directory snapshots: each connection's version, and resetting it",
+  [listCommand, resetVersionCommand]
 )

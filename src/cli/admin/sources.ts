@@ -1,6 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { ProposalStateColumn } from "../../store/source-proposals.js"
+import { commandGroup } from "../command-group.js"
 import { AdminCommandFailed, AdminExit } from "./failure.js"
 import { adminSession, jsonBody, jsonOption, printJson, sessionOptions, usage } from "./session.js"
 
@@ -83,10 +84,7 @@ const sourceCommand = (name: string, path: string, one: string) => {
     })
   ).pipe(Command.withDescription(`Delete a ${one} (--if-match: the revision read)`))
 
-  return Command.make(name).pipe(
-    Command.withDescription(`Tool sources: ${one}s`),
-    Command.withSubcommands([list, show, create, update, remove])
-  )
+  return commandGroup(name, `Tool sources: ${one}s`, [list, show, create, update, remove])
 }
 
 export const backendsCommand = sourceCommand("backends", "/api/v1/backends", "backend")
@@ -95,34 +93,31 @@ export const openApiImportsCommand = sourceCommand("openapi-imports", "/api/v1/o
 export const toolGroupsCommand = sourceCommand("tool-groups", "/api/v1/tool-groups", "tool group")
 
 /** `gateway admin proposals list [--state <state>]|show <id>`: configuration changes under review. */
-export const proposalsCommand = Command.make("proposals").pipe(
-  Command.withDescription("Configuration changes under review and decided"),
-  Command.withSubcommands([
-    Command.make(
-      "list",
-      {
-        ...sessionOptions,
-        state: Options.choice("state", ProposalStateColumn.literals).pipe(
-          Options.withDescription("Only this state"),
-          Options.optional
-        )
-      },
-      (options) =>
-        Effect.gen(function* () {
-          const api = yield* adminSession(options)
-          const query = Option.match(options.state, { onNone: () => "", onSome: (state) => `?state=${state}` })
-          printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals${query}` }))
-        })
-    ).pipe(Command.withDescription("Proposals, newest first")),
-    Command.make(
-      "show",
-      { ...sessionOptions, id: Args.text({ name: "id" }).pipe(Args.withDescription("The proposal's id")) },
-      (options) =>
-        Effect.gen(function* () {
-          if (!/^[0-9a-f-]{36}$/.test(options.id)) return yield* usage(`${options.id}: not a proposal id`)
-          const api = yield* adminSession(options)
-          printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals/${options.id}` }))
-        })
-    ).pipe(Command.withDescription("One proposal and its diff against what is active, secrets masked"))
-  ])
-)
+export const proposalsCommand = commandGroup("proposals", "Configuration changes under review and decided", [
+  Command.make(
+    "list",
+    {
+      ...sessionOptions,
+      state: Options.choice("state", ProposalStateColumn.literals).pipe(
+        Options.withDescription("Only this state"),
+        Options.optional
+      )
+    },
+    (options) =>
+      Effect.gen(function* () {
+        const api = yield* adminSession(options)
+        const query = Option.match(options.state, { onNone: () => "", onSome: (state) => `?state=${state}` })
+        printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals${query}` }))
+      })
+  ).pipe(Command.withDescription("Proposals, newest first")),
+  Command.make(
+    "show",
+    { ...sessionOptions, id: Args.text({ name: "id" }).pipe(Args.withDescription("The proposal's id")) },
+    (options) =>
+      Effect.gen(function* () {
+        if (!/^[0-9a-f-]{36}$/.test(options.id)) return yield* usage(`${options.id}: not a proposal id`)
+        const api = yield* adminSession(options)
+        printJson(yield* api.call({ method: "GET", path: `/api/v1/proposals/${options.id}` }))
+      })
+  ).pipe(Command.withDescription("One proposal and its diff against what is active, secrets masked"))
+])

@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import { commandGroup } from "../command-group.js"
 import { adminSession, printJson, sessionOptions, usage } from "./session.js"
 
 /** A user id as the gateway makes them (a UUID): checked before anything is sent. */
@@ -82,9 +83,10 @@ const actionCommand = (action: string, description: string) =>
   ).pipe(Command.withDescription(description))
 
 /** `gateway admin users …`: local accounts people are given (docs/local-accounts.md). */
-export const usersCommand = Command.make("users").pipe(
-  Command.withDescription("Local accounts: list, show, create, disable, enable, reset-password, reset-mfa"),
-  Command.withSubcommands([
+export const usersCommand = commandGroup(
+  "users",
+  "Local accounts: list, show, create, disable, enable, reset-password, reset-mfa",
+  [
     listCommand,
     showCommand,
     createCommand,
@@ -95,5 +97,5 @@ export const usersCommand = Command.make("users").pipe(
       "Remove the password and authenticator, end the sessions; prints a new enrolment link"
     ),
     actionCommand("reset-mfa", "Remove the authenticator and password, end the sessions; prints a new enrolment link")
-  ])
+  ]
 )
