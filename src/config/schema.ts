@@ -187,9 +187,23 @@ export const approvalsDefault = (): typeof Approvals.Type => ({
   step_up: { acr_values: [], max_age: Duration.minutes(5) }
 })
 
-/** An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). */
+/**
+ * An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). Only the
+ * characters of MCP tool names (SEP-986: letters, digits, `_`, `-`, `.`; a tool named otherwise is never
+ * exposed, src/mcp/catalog/naming.ts): a pattern holding another — an invisible U+034F after
+ * `delete_note`, say — would match no tool, and the tool it seemed to name would fall to the next rule
+ * (a `*` rule publishing it as a read tool without approval).
+ */
 const ToolPattern = NonEmpty.pipe(
-  Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported")
+  Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported"),
+  Schema.filter((text) => {
+    const name = text.endsWith("*") ? text.slice(0, -1) : text
+    if (name.length > 128) return "a tool name has at most 128 characters"
+    const other = /[^A-Za-z0-9_.-]/u.exec(name)
+    if (other === null) return true
+    const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
+    return `holds U+${code} at index ${other.index}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
+  })
 )
 
 export const ToolRule = Schema.Struct({

@@ -145,6 +145,16 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       for (const id of ["../etc", "a/b", "A", "x__y", ""]) {
         expect((yield* api.post("/api/v1/backends", backendBody(id, alpha.url))).status).toBe(400)
       }
+      // A rule naming a tool with an invisible character would match nothing, leaving the tool to `*`.
+      const invisible = yield* api.post(
+        "/api/v1/backends",
+        backendBody("b1", alpha.url, {
+          tool_rules: [{ tools: ["*"] }, { tools: ["delete_note\u034f"], write: true }]
+        })
+      )
+      expect(invisible.status).toBe(400)
+      expect(problem(invisible)).toContain("holds U+034F at index 11: MCP tool names have only letters, digits")
+      expect((yield* api.get("/api/v1/backends/b1")).status).toBe(404)
       expect((yield* api.get("/api/v1/backends/..%2F..%2Fetc")).status).toBe(404)
       expect((yield* api.get("/api/v1/backends/a%00b")).status).toBe(400)
       const insecure = yield* api.post("/api/v1/backends", {

@@ -31,6 +31,10 @@ import type { TestGateway } from "../support/mcp-gateway.js"
 const PASSWORD = "two keys turn the lock"
 /** Markup in an argument: the review page must show it as text (and the CSP would refuse it anyway). */
 const MARKUP = "<img src=x onerror=alert(1)>"
+// Characters a browser draws as nothing: a combining grapheme joiner, variation selectors (one above
+// U+FFFF), a Hangul filler. The page must show each as its JSON escape, and warn.
+const INVISIBLE = "\u034f\ufe0f\u{e0100}\u3164"
+const VERSION = `${MARKUP}${INVISIBLE}`
 
 let ops: OpsBackend
 let gateway: TestGateway
@@ -122,7 +126,9 @@ const expectReviewPage = async (page: Page, args: Record<string, unknown>, reque
   expect(await text(page, "#votes")).toMatch(new RegExp(`^${votes}`))
   // The arguments are text: exactly the JSON of what was asked, the markup in it not parsed as an element.
   expect(JSON.parse((await page.textContent("#arguments")) ?? "")).toEqual(args)
-  expect(await page.textContent("#arguments")).toContain(`"version": "${MARKUP}"`)
+  expect(await page.textContent("#arguments")).toContain(`"version": "${MARKUP}\\u034f\\ufe0f\\udb40\\udd00\\u3164"`)
+  expect(await page.textContent("#arguments")).not.toMatch(/[\u034f\ufe0f\u3164]|\u{e0100}/u)
+  expect(await page.locator("#hidden-characters").count()).toBe(1)
   expect(await page.locator("#arguments *").count()).toBe(0)
   expect(await page.locator("img").count()).toBe(0)
 }
@@ -136,7 +142,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
 
     // The requester's agent asks for a production deploy: the risk rule raises it to two approvals.
     const operationId = `browser-${Date.now()}`
-    const args = { operation_id: operationId, environment: "production", version: MARKUP }
+    const args = { operation_id: operationId, environment: "production", version: VERSION }
     const pending = await deploy(gateway, requesterToken, args)
     expect(pending.structuredContent).toMatchObject({ state: "pending", required_approvals: 2 })
     const approvalId = approvalIdOf(pending)
@@ -239,7 +245,7 @@ describe("a real browser (Chromium + playwright-core) approving through the revi
 
     // The requester resumes through MCP: the backend runs exactly the reviewed arguments, once.
     const done = await resume(gateway, requesterToken, approvalId)
-    expect(done.structuredContent).toEqual({ deployed: MARKUP, environment: "production" })
+    expect(done.structuredContent).toEqual({ deployed: VERSION, environment: "production" })
     expect(ops.executions.get(operationId)).toBe(1)
     const again = await resume(gateway, requesterToken, approvalId)
     expect(again.structuredContent).toMatchObject({ error: "approval_not_approved" })

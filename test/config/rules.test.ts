@@ -450,10 +450,32 @@ describe("cross-field rules (docs/configuration.md)", () => {
     expect(configOf({ backends: [backend({ id: "a_b-c" })] }).backends[0]?.id).toBe("a_b-c")
   })
 
-  it("tool patterns: one trailing * at most, and each pattern in one rule only", () => {
+  it("tool patterns: one trailing * at most, only MCP tool-name characters, and each pattern in one rule only", () => {
     expect(() => configOf({ backends: [backend({ tool_rules: [{ tools: ["a*b"] }] })] })).toThrow(
       "only a single trailing * is supported"
     )
+    // A name that can never match a tool would leave the tool it seemed to name to the next rule.
+    for (const [pattern, where] of [
+      ["delete_note\u034f", "U+034F at index 11"],
+      ["delete_note\u200b", "U+200B at index 11"],
+      ["delete note", "U+0020 at index 6"],
+      ["d\u0435lete_*", "U+0435 at index 1"],
+      ["github/create_issue", "U+002F at index 6"]
+    ] as const) {
+      expect(() => configOf({ backends: [backend({ tool_rules: [{ tools: [pattern] }] })] }), pattern).toThrow(
+        `holds ${where}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
+      )
+    }
+    expect(() => configOf({ backends: [backend({ tool_rules: [{ tools: ["x".repeat(129)] }] })] })).toThrow(
+      "a tool name has at most 128 characters"
+    )
+    const fine = configOf({
+      backends: [backend({ tool_rules: [{ tools: ["*"] }, { tools: ["search_*", "v1.get-item", "x".repeat(128)] }] })]
+    })
+    expect(fine.backends[0]?.tool_rules.map((each) => each.tools)).toEqual([
+      ["*"],
+      ["search_*", "v1.get-item", "x".repeat(128)]
+    ])
     expect(
       run(backends.toolPatternsUnique, {
         backends: [backend({ tool_rules: [{ tools: ["search_*"] }, { tools: ["x", "search_*"], publish: false }] })]

@@ -1,11 +1,23 @@
 /**
- * Characters that are invisible or reorder what a reviewer reads (bidirectional controls, zero-width
- * and other format characters, separators, private-use and unassigned code points), shown as `\uXXXX`
- * so a review page shows exactly what will be used. Newlines are the JSON's own layout.
+ * Characters that are invisible or reorder what a reviewer reads: controls, format characters (zero-width
+ * spaces and joiners, bidirectional embeddings, overrides and isolates, the BOM, soft hyphen), the other
+ * default-ignorable code points (the combining grapheme joiner U+034F, variation selectors U+FE00-FE0F
+ * and U+E0100-E01EF, Mongolian selectors, Hangul fillers U+115F, U+1160, U+3164, U+FFA0, U+17B4-17B5),
+ * line and paragraph separators, private-use, unassigned and lone surrogate code points: the characters
+ * permission group and account names refuse (src/policy/group-name.ts), and a few more.
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/gu
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]/gu
 
-export const visibleText = (text: string) =>
-  text.replace(HIDDEN, (char) =>
-    char === "\n" ? char : [...char].map((one) => `\\u${one.codePointAt(0)!.toString(16).padStart(4, "0")}`).join("")
-  )
+/** A character as JSON escapes it: `\uXXXX`, a surrogate pair of them above U+FFFF (`\udb40\udd00`). */
+const escaped = (char: string) => {
+  let out = ""
+  for (let index = 0; index < char.length; index++) out += `\\u${char.charCodeAt(index).toString(16).padStart(4, "0")}`
+  return out
+}
+
+/**
+ * `text` with every hidden character written as its JSON escape, so a review page shows exactly what
+ * will be used, and a JSON document stays one that parses to the same value (a form saved unchanged
+ * stores what it showed). Newlines are the JSON's own layout.
+ */
+export const visibleText = (text: string) => text.replace(HIDDEN, (char) => (char === "\n" ? char : escaped(char)))

@@ -19,26 +19,12 @@ export const when = (at: string | Date | null | undefined) => {
 export const jsonBlock = (value: unknown) =>
   html`<pre dir="ltr">${visibleText(JSON.stringify(value, null, 2) ?? "")}</pre>`
 
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/gu
-
 /**
  * A JSON value to edit in a form: indented, and every hidden or direction-changing character inside a
  * string written as its JSON escape (`\u202e`; a pair of them above U+FFFF), so the text box shows
  * exactly what is stored and saving it unchanged stores the same value.
  */
-export const jsonForEditing = (value: unknown) =>
-  (JSON.stringify(value, null, 2) ?? "").replace(HIDDEN, (char) =>
-    char === "\n"
-      ? char
-      : [...char]
-          .flatMap((one) => {
-            const code = one.codePointAt(0)!
-            if (code <= 0xffff) return [code]
-            return [0xd800 + ((code - 0x10000) >> 10), 0xdc00 + ((code - 0x10000) & 0x3ff)]
-          })
-          .map((unit) => `\\u${unit.toString(16).padStart(4, "0")}`)
-          .join("")
-  )
+export const jsonForEditing = (value: unknown) => visibleText(JSON.stringify(value, null, 2) ?? "")
 
 /** A name or id as shown: hidden characters visible (the page must show exactly what is stored). */
 export const shown = (text: string) => visibleText(text)

@@ -1,0 +1,42 @@
+/**
+ * What review pages show of a value (src/auth/pages/visible-text.ts): every character a browser draws as
+ * nothing, or that reorders the text around it, as its JSON escape, so a reviewer approves what the
+ * backend will receive; and the JSON shown still parses to the same value.
+ */
+import { describe, expect, it } from "vitest"
+import { visibleText } from "../../src/auth/pages/visible-text.js"
+
+const hidden: ReadonlyArray<[string, string, string]> = [
+  ["combining grapheme joiner", "\u034f", "\\u034f"],
+  ["variation selector 16", "\ufe0f", "\\ufe0f"],
+  ["variation selector 17 (above U+FFFF: a surrogate pair of escapes)", "\u{e0100}", "\\udb40\\udd00"],
+  ["Mongolian free variation selector", "\u180b", "\\u180b"],
+  ["Khmer inherent vowel", "\u17b4", "\\u17b4"],
+  ["Hangul choseong filler", "\u115f", "\\u115f"],
+  ["Hangul filler", "\u3164", "\\u3164"],
+  ["halfwidth Hangul filler", "\uffa0", "\\uffa0"],
+  ["tag letter A", "\u{e0041}", "\\udb40\\udc41"],
+  ["zero-width space", "\u200b", "\\u200b"],
+  ["right-to-left override", "\u202e", "\\u202e"],
+  ["soft hyphen", "\u00ad", "\\u00ad"],
+  ["line separator", "\u2028", "\\u2028"],
+  ["private use", "\ue000", "\\ue000"],
+  ["escape", "\u001b", "\\u001b"],
+  ["a lone surrogate", "\ud800", "\\ud800"]
+]
+
+describe("visibleText", () => {
+  for (const [name, char, shown] of hidden) {
+    it(`shows a ${name} as ${shown}`, () => {
+      expect(visibleText(`a${char}b`)).toBe(`a${shown}b`)
+      // Shown inside a JSON document, the escape reads back as the character itself.
+      const json = JSON.stringify({ id: `1${char}` })
+      expect(JSON.parse(visibleText(json))).toEqual({ id: `1${char}` })
+    })
+  }
+
+  it("leaves what is visible as it is: letters of any script, accents, emoji, spaces and the JSON's newlines", () => {
+    const text = 'Ünïcödé Ελληνικά Кириллица 日本語 e\u0301 😀 a b\n  "x"'
+    expect(visibleText(text)).toBe(text)
+  })
+})
