@@ -77,6 +77,25 @@ describe("hostile input on /mcp", () => {
     expect(errorOf(notObject.message)?.message).toBe("Invalid params for prompts/get: arguments must be an object")
   })
 
+  it("a list request's cursor that is not a string is -32602 naming it (every list method); params may be left out", async () => {
+    for (const method of ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]) {
+      for (const cursor of [123, null, { a: 1 }, ["x"]]) {
+        const { message, size } = await call(method, { cursor })
+        expect(errorOf(message), `${method} ${JSON.stringify(cursor)}`).toEqual({
+          code: -32602,
+          message: `Invalid params for ${method}: cursor must be a string`
+        })
+        expect(size).toBeLessThan(300)
+      }
+      const noParams = await call(method, undefined)
+      expect(errorOf(noParams.message), method).toBeUndefined()
+      expect(noParams.message["result"], method).toBeDefined()
+    }
+    expect(errorOf((await call("tools/list", "x")).message)?.message).toBe(
+      "Invalid params for tools/list: params must be an object"
+    )
+  })
+
   it("a backend's JSON-RPC error reaches the caller with its own code and message", async () => {
     // The backend's own answer: an unknown resource.
     const missing = await call("resources/read", { uri: "gateway://alpha/note://nothing-here" })

@@ -22,7 +22,23 @@ const stringValues = (value: unknown, path: string): Problem => {
 const string = (params: Record<string, unknown>, name: string): Problem =>
   typeof params[name] === "string" ? undefined : `${name} must be a string`
 
+/** A list request's page: its `cursor`, when given, is a string (what `nextCursor` was). */
+const page = (params: Record<string, unknown>): Problem =>
+  params["cursor"] === undefined || typeof params["cursor"] === "string" ? undefined : "cursor must be a string"
+
+/** Requests whose `params` may be left out altogether. */
+const paramsOptional: ReadonlySet<string> = new Set([
+  "tools/list",
+  "prompts/list",
+  "resources/list",
+  "resources/templates/list"
+])
+
 const checks: Readonly<Record<string, (params: Record<string, unknown>) => Problem>> = {
+  "tools/list": page,
+  "prompts/list": page,
+  "resources/list": page,
+  "resources/templates/list": page,
   "tools/call": (params) =>
     string(params, "name") ??
     (params["arguments"] === undefined || isRecord(params["arguments"]) ? undefined : "arguments must be an object"),
@@ -55,6 +71,7 @@ export const invalidParams = (message: unknown): string | undefined => {
   const check = checks[message["method"]]
   if (check === undefined) return undefined
   const params = message["params"]
+  if (params === undefined && paramsOptional.has(message["method"])) return undefined
   const problem = isRecord(params) ? check(params) : "params must be an object"
   return problem === undefined ? undefined : `Invalid params for ${message["method"]}: ${problem}`
 }
