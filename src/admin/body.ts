@@ -1,7 +1,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { issueProblems } from "../config/issues.js"
-import { bodyText } from "../http/read-body.js"
+import { bodyText, charsetProblem, notUtf8Description } from "../http/read-body.js"
 import { isRecord } from "../json.js"
 import { apiError } from "./errors.js"
 
@@ -34,6 +34,10 @@ export const readJsonObject = (request: HttpServerRequest.HttpServerRequest, max
     if (type !== "application/json") {
       return yield* apiError(415, "unsupported_media_type", "Send the body as Content-Type: application/json.")
     }
+    const charset = charsetProblem(request.headers["content-type"])
+    if (charset !== undefined) {
+      return yield* apiError(415, "unsupported_media_type", `Send the body as application/json in UTF-8: ${charset}.`)
+    }
     const declared = Number(request.headers["content-length"] ?? 0)
     const tooLarge = apiError(413, "payload_too_large", `The body is larger than ${maxBytes} bytes.`)
     if (declared > maxBytes) return yield* tooLarge
@@ -44,7 +48,11 @@ export const readJsonObject = (request: HttpServerRequest.HttpServerRequest, max
     if (Either.isLeft(text)) {
       return yield* text.left.reason === "too_large"
         ? tooLarge
-        : apiError(400, "invalid_request", "The body could not be read.")
+        : apiError(
+            400,
+            "invalid_request",
+            text.left.reason === "not_utf8" ? notUtf8Description : "The body could not be read."
+          )
     }
     let parsed: unknown
     try {

@@ -1,11 +1,34 @@
+import { isUtf8 } from "node:buffer"
 import type { IncomingMessage } from "node:http"
 import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Data, Effect } from "effect"
 import type { Cancellation } from "../runtime/cancellation.js"
 
-/** Why a body could not be read: larger than allowed, or broken off (the client left, an error). */
-export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{ readonly reason: "too_large" | "unreadable" }> {}
+/**
+ * Why a body could not be read: larger than allowed, broken off (the client left, an error), or not
+ * UTF-8 — every body the gateway reads is JSON (RFC 8259 §8.1: UTF-8) or a form of ASCII, and text with
+ * bytes replaced by U+FFFD would be stored and forwarded other than it was sent.
+ */
+export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{
+  readonly reason: "too_large" | "unreadable" | "not_utf8"
+}> {}
+
+/** What a request answers when its body is not UTF-8. */
+export const notUtf8Description = "The request body is not valid UTF-8."
+
+/**
+ * Why a `Content-Type` naming a charset is refused (a body is read as UTF-8 only, and one sent in
+ * another charset would be misread), or undefined: no charset, or UTF-8 however spelled.
+ */
+export const charsetProblem = (contentType: string | undefined): string | undefined => {
+  const found = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")
+  if (found === null) return undefined
+  const charset = found[1]!.toLowerCase()
+  return charset === "utf-8" || charset === "utf8"
+    ? undefined
+    : `the body is read as UTF-8 only (charset=${charset.slice(0, 40)} given)`
+}
 
 /**
  * A request body as text, at most `maxBytes` (refused while reading, never buffered past the limit).
@@ -30,7 +53,7 @@ export const readBodyText = (incoming: IncomingMessage, maxBytes: number, signal
       incoming.off("close", onClose)
       signal?.removeEventListener("abort", onAbort)
     }
-    const fail = (reason: "too_large" | "unreadable") => {
+    const fail = (reason: BodyNotRead["reason"]) => {
       stop()
       reject(new BodyNotRead({ reason }))
     }
@@ -43,7 +66,9 @@ export const readBodyText = (incoming: IncomingMessage, maxBytes: number, signal
     }
     const onEnd = () => {
       stop()
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"))
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+      if (!isUtf8(body)) return reject(new BodyNotRead({ reason: "not_utf8" }))
+      resolve(body.toString("utf8"))
     }
     const onError = () => fail("unreadable")
     // The client went away before the body was complete.

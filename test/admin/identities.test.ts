@@ -267,6 +267,28 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
         "content-type": "application/x-www-form-urlencoded"
       })
       expect(form).toMatchObject({ status: 415, body: { error: "unsupported_media_type" } })
+      // Bytes that are not UTF-8 are refused, not stored as U+FFFD; nor is a body in another charset misread.
+      const latin1 = yield* api.post("/api/v1/identities/groups", Buffer.from('{"name":"bad \xff\xfe utf8"}', "latin1"))
+      expect(latin1).toMatchObject({
+        status: 400,
+        body: { error: "invalid_request", error_description: "The request body is not valid UTF-8." }
+      })
+      const utf16 = yield* api.post("/api/v1/identities/groups", JSON.stringify({ name: "x" }), {
+        "content-type": 'application/json; charset="UTF-16"'
+      })
+      expect(utf16).toMatchObject({
+        status: 415,
+        body: {
+          error: "unsupported_media_type",
+          error_description:
+            "Send the body as application/json in UTF-8: the body is read as UTF-8 only (charset=utf-16 given)."
+        }
+      })
+      // UTF-8 named as such passes on to the body's own checks.
+      const utf8 = yield* api.post("/api/v1/identities/groups", JSON.stringify({ name: "" }), {
+        "content-type": "application/json; charset=UTF-8"
+      })
+      expect(utf8).toMatchObject({ status: 400, body: { error_description: 'name: must not be empty, got ""' } })
       const groups = records((yield* api.get("/api/v1/identities")).body, "groups")
       expect(groups.map((group) => group["id"])).toEqual(["administrators"])
     })

@@ -96,6 +96,40 @@ describe("hostile input on /mcp", () => {
     )
   })
 
+  it("a body that is not UTF-8 is 400 and a charset other than UTF-8 is 415: never read with bytes replaced", async () => {
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      authorization: `Bearer ${await gateway.token()}`
+    }
+    const body =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"\xff\xfe\xc0\xaf"}}}'
+    const latin1 = await fetch(gateway.mcpUrl, { method: "POST", headers, body: Buffer.from(body, "latin1") })
+    expect(latin1.status).toBe(400)
+    expect(await latin1.json()).toMatchObject({
+      error: "invalid_request",
+      error_description: "The request body is not valid UTF-8."
+    })
+    const utf16 = await fetch(gateway.mcpUrl, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json; charset=utf-16" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    })
+    expect(utf16.status).toBe(415)
+    expect(await utf16.json()).toMatchObject({
+      error: "unsupported_media_type",
+      error_description:
+        "POST /mcp takes Content-Type: application/json in UTF-8: the body is read as UTF-8 only (charset=utf-16 given)."
+    })
+    const utf8 = await fetch(gateway.mcpUrl, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json; charset=UTF-8" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    })
+    expect(utf8.status).toBe(200)
+  })
+
   it("a backend's JSON-RPC error reaches the caller with its own code and message", async () => {
     // The backend's own answer: an unknown resource.
     const missing = await call("resources/read", { uri: "gateway://alpha/note://nothing-here" })

@@ -42,7 +42,9 @@ export const managementApi = (gateway: OAuthGateway, token?: string) => {
           ...(body === undefined ? {} : { "content-type": "application/json" }),
           ...headers
         },
-        ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) })
+        ...(body === undefined
+          ? {}
+          : { body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body) })
       })
       const text = await response.text()
       return { status: response.status, headers: response.headers, body: text === "" ? {} : JSON.parse(text) }

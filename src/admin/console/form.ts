@@ -1,6 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { bodyText } from "../../http/read-body.js"
+import { bodyText, notUtf8Description } from "../../http/read-body.js"
 import { ConsoleProblem } from "./route.js"
 
 /**
@@ -42,7 +42,10 @@ export const readConsoleForm = Effect.gen(function* () {
     Effect.mapError((error) =>
       error.reason === "too_large"
         ? new ConsoleProblem({ status: 413, message: formTooLargeMessage })
-        : new ConsoleProblem({ status: 400, message: "The form could not be read." })
+        : new ConsoleProblem({
+            status: 400,
+            message: error.reason === "not_utf8" ? notUtf8Description : "The form could not be read."
+          })
     )
   )
   const form = new URLSearchParams(text)

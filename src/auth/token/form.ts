@@ -1,6 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { bodyText } from "../../http/read-body.js"
+import { bodyText, notUtf8Description } from "../../http/read-body.js"
 import { OAuthParams } from "../authorize/params.js"
 import { tokenError } from "./errors.js"
 
@@ -23,7 +23,11 @@ export const readForm = Effect.gen(function* () {
     Effect.mapError((error) =>
       tokenError(
         "invalid_request",
-        error.reason === "too_large" ? "The request body is too large." : "The request body could not be read."
+        error.reason === "too_large"
+          ? "The request body is too large."
+          : error.reason === "not_utf8"
+            ? notUtf8Description
+            : "The request body could not be read."
       )
     )
   )

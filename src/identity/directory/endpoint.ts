@@ -5,7 +5,7 @@ import { Config } from "../../config/service.js"
 import { constantTimeEqual } from "../../crypto/hashing.js"
 import { SecurityLog } from "../../events/security-log.js"
 import { HttpError } from "../../http/error-body.js"
-import { bodyText } from "../../http/read-body.js"
+import { bodyText, notUtf8Description } from "../../http/read-body.js"
 import { DirectoryRepo } from "../../store/directory.js"
 import { DirectorySnapshots } from "./apply.js"
 import { directoryProvider } from "./provider.js"
@@ -71,10 +71,14 @@ export const directoryEndpoint = Effect.gen(function* () {
   const text = yield* bodyText(MAX_SNAPSHOT_BYTES).pipe(
     Effect.catchTag("BodyNotRead", (error) =>
       Effect.zipRight(
-        refused(error.reason === "too_large" ? "too_large" : "unreadable"),
+        refused(error.reason),
         error.reason === "too_large"
           ? fail(413, "payload_too_large", `A snapshot is at most ${MAX_SNAPSHOT_BYTES} bytes (8 MiB).`)
-          : fail(400, "invalid_snapshot", "The body could not be read.")
+          : fail(
+              400,
+              "invalid_snapshot",
+              error.reason === "not_utf8" ? notUtf8Description : "The body could not be read."
+            )
       )
     )
   )

@@ -35,7 +35,7 @@ import { directToolCall, serveDirectCall } from "./direct-call.js"
 import { directToolList, ToolPages } from "./direct-list.js"
 import { invalidParams } from "./params.js"
 import { Reply } from "./reply.js"
-import { parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
+import { charsetRefusal, parseMessage, readBody, unsupportedMediaType } from "./request-body.js"
 import { McpEndpoint } from "./sdk-endpoint.js"
 import { sdkProfile } from "./sdk-profile.js"
 import { servedVersions, withEveryVersion } from "./versions.js"
@@ -199,6 +199,8 @@ export const McpPostLive = Layer.scoped(
       // the decision after the body's arrival, and is not made twice (docs/decisions.md, "Per-call overhead").
       const withBody = !(decided instanceof Promise) && request.complete
       if (!isJsonContentType(request.headers["content-type"] ?? null)) throw unsupportedMediaType
+      const charset = charsetRefusal(request.headers["content-type"])
+      if (charset !== undefined) throw charset
       const parsed = parseMessage(await readBody(request, signal))
       const view = withBody ? first : await authorize(request.headers.authorization)
       if (parsed._tag === "Message" && isRecord(parsed.message)) observed.method = parsed.message["method"]

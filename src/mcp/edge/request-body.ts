@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http"
 import { HttpError } from "../../http/error-body.js"
-import { BodyNotRead, readBodyText } from "../../http/read-body.js"
+import { BodyNotRead, charsetProblem, notUtf8Description, readBodyText } from "../../http/read-body.js"
 import type { Cancellation } from "../../runtime/cancellation.js"
 
 /**
@@ -23,16 +23,31 @@ export const unsupportedMediaType = new HttpError({
   description: "POST /mcp takes Content-Type: application/json."
 })
 
+/** 415 for a `Content-Type` naming another charset than UTF-8; undefined when it names none or UTF-8. */
+export const charsetRefusal = (contentType: string | undefined): HttpError | undefined => {
+  const problem = charsetProblem(contentType)
+  return problem === undefined
+    ? undefined
+    : new HttpError({
+        status: 415,
+        code: "unsupported_media_type",
+        description: `POST /mcp takes Content-Type: application/json in UTF-8: ${problem}.`
+      })
+}
+
 const unreadable = new HttpError({
   status: 400,
   code: "invalid_request",
   description: "The request body could not be read."
 })
 
+const notUtf8 = new HttpError({ status: 400, code: "invalid_request", description: notUtf8Description })
+
 /** The body as text, at most `maxMcpBody` bytes; rejects with the HttpError to answer. Stops reading on `signal`. */
 export const readBody = (incoming: IncomingMessage, signal: Cancellation): Promise<string> =>
   readBodyText(incoming, maxMcpBody, signal).catch((error: unknown) => {
-    throw error instanceof BodyNotRead && error.reason === "too_large" ? tooLarge : unreadable
+    if (!(error instanceof BodyNotRead)) throw unreadable
+    throw error.reason === "too_large" ? tooLarge : error.reason === "not_utf8" ? notUtf8 : unreadable
   })
 
 /** A JSON-RPC error that answers the request as a whole (no id could be read). */
