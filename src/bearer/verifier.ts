@@ -45,6 +45,13 @@ export const bearerToken = (authorization: string | undefined): string | undefin
   return match?.[1]
 }
 
+/**
+ * Every token the gateway takes is a JWS in compact form (RFC 7515 §7.1): three base64url parts, no
+ * padding, nothing else. A token spelled otherwise is refused before any key is tried, so one token is
+ * never accepted in several spellings (`==` added to its signature decodes to the same bytes).
+ */
+const compactJws = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+
 // External issuers run on other clocks; a few seconds of skew must not reject fresh tokens.
 const externalClockTolerance = Duration.seconds(5)
 
@@ -98,6 +105,9 @@ export const BearerVerifierLive = Layer.scoped(
           if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
           const token = bearerToken(authorization)
           if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
+          if (!compactJws.test(token)) {
+            return Effect.fail(rejected("The token is not a JSON Web Token (three base64url parts, no padding)."))
+          }
           return verifyToken(token)
         }
 

@@ -69,6 +69,24 @@ describe("bearer tokens on /mcp", () => {
     expect((await rawPost(`${gateway.mcpUrl}?access_token=${token}`, list)).status).toBe(401)
   })
 
+  it("a valid token spelled otherwise (padding added, base64 instead of base64url) is refused: one spelling per token", async () => {
+    const token = (await bearer()).authorization.slice(7)
+    expect((await rawPost(gateway.mcpUrl, list, { authorization: `Bearer ${token}` })).status).toBe(200)
+    const [header, payload, signature] = token.split(".") as [string, string, string]
+    const standard = (part: string) => part.replaceAll("-", "+").replaceAll("_", "/")
+    const notJwt = "The token is not a JSON Web Token (three base64url parts, no padding)."
+    for (const [spelled, description] of [
+      [`${token}==`, notJwt],
+      [`${standard(header)}.${standard(payload)}.${standard(signature)}~`, notJwt],
+      // Not even RFC 6750's token syntax (`=` only at the end).
+      [`${header}=.${payload}.${signature}`, "The Authorization header is not a bearer token."]
+    ] as const) {
+      const refused = await rawPost(gateway.mcpUrl, list, { authorization: `Bearer ${spelled}` })
+      expect(refused.status, spelled).toBe(401)
+      expect(refused.headers.get("www-authenticate")).toContain(`error_description="${description}"`)
+    }
+  })
+
   it("a revoked session and a gateway without a session store both refuse builtin tokens", async () => {
     revokedSessions.add("revoked-session")
     const revoked = await rawPost(gateway.mcpUrl, list, await bearer({ sessionId: "revoked-session" }))
