@@ -1,4 +1,5 @@
 import { hasControlCharacter } from "../text.js"
+import { mixedScriptProblem } from "./scripts.js"
 
 /**
  * Names of permission groups (docs/access-policy.md, "Group names"). A name is what an administrator
@@ -7,8 +8,9 @@ import { hasControlCharacter } from "../text.js"
  * - refused outright: control characters, and characters that are invisible or change the direction
  *   of the text around them — Unicode format characters (Cf: zero-width spaces and joiners, bidi
  *   embeddings, overrides and isolates, the BOM, soft hyphen), other default-ignorable code points
- *   (variation selectors, Hangul fillers), line and paragraph separators, lone surrogates — and
- *   whitespace at either end (docs/decisions.md: refused, not trimmed);
+ *   (variation selectors, Hangul fillers), line and paragraph separators, lone surrogates —,
+ *   whitespace at either end (docs/decisions.md: refused, not trimmed), and a word mixing scripts
+ *   (`Αdministrators` with a Greek Alpha; src/policy/scripts.ts);
  * - compared by a key: NFC-normalized, runs of whitespace as one space, trimmed, case-folded. Two
  *   permission groups may not share a key (`name_taken`); the store keeps it in `groups.name_key`
  *   under a unique index (migration 0015).
@@ -33,7 +35,7 @@ export const groupNameProblem = (name: string): string | undefined => {
     return `must not contain invisible or direction-changing characters (U+${code} at index ${found.index})`
   }
   if (name.trim() !== name) return "must not begin or end with whitespace"
-  return undefined
+  return mixedScriptProblem(name)
 }
 
 /**

@@ -51,6 +51,12 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
           expect(refused.status, JSON.stringify(name)).toBe(400)
           expect(refused.body["error_description"]).toContain("name: must not begin or end with whitespace")
         }
+        // Letters of another script inside a word read like the Latin name (a Greek Alpha, a Cyrillic a).
+        for (const name of ["\u0391dmins2", "\u0430dmins2", "Adm\u0456ns2"]) {
+          const refused = yield* api.post("/api/v1/identities/groups", { name })
+          expect(refused.status, JSON.stringify(name)).toBe(400)
+          expect(refused.body["error_description"]).toContain("name: must not mix scripts within a word")
+        }
         // Read alike once normalized: case, full case folding, composed and decomposed accents, spacing.
         for (const name of ["admins2", "ADMINS2", "Admins2"]) {
           const taken = yield* api.post("/api/v1/identities/groups", { name })

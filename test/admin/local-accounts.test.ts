@@ -116,7 +116,9 @@ describe.each(storeKinds)("local accounts (%s)", (kind) => {
         ["b\u0007ob", "control characters"],
         ["bob smith", "must not contain whitespace"],
         ["", "must not be empty"],
-        ["x".repeat(65), "at most 64 characters"]
+        ["x".repeat(65), "at most 64 characters"],
+        // A Cyrillic a: reads as the built-in administrator's name.
+        ["\u0430dmin", "must not mix scripts within a word (Cyrillic and Latin letters: U+0064 at index 1)"]
       ] as const) {
         const refused = yield* api.post("/api/v1/local-accounts", { username, display_name: "Someone" })
         expect(refused.status, JSON.stringify(username)).toBe(400)

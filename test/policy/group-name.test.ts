@@ -36,6 +36,27 @@ describe("permission group names", () => {
     }
   })
 
+  it("refuses a word mixing scripts (a Greek Alpha, a Cyrillic e in a Latin word), naming both and the code point; allows each word its own script", () => {
+    expect(groupNameProblem("\u0391dministrators")).toBe(
+      "must not mix scripts within a word (Greek and Latin letters: U+0064 at index 1): it would read like another name"
+    )
+    expect(groupNameProblem("probe us\u0435rs")).toBe(
+      "must not mix scripts within a word (Latin and Cyrillic letters: U+0435 at index 8): it would read like another name"
+    )
+    expect(groupNameProblem("\u0430dmin")).toMatch(/^must not mix scripts within a word \(Cyrillic and Latin letters/)
+    for (const name of [
+      "CRM \u0427\u0438\u0442\u0430\u0442\u0435\u043b\u0438",
+      "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac",
+      "\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8 team",
+      "\u6771\u4eac\u30bf\u30ef\u30fc",
+      "\ud55c\uad6d\uc5b4abc",
+      "Cafe\u0301 2-north_x.y",
+      "\u0e44\u0e17\u0e22"
+    ]) {
+      expect(groupNameProblem(name), name).toBeUndefined()
+    }
+  })
+
   it("keys names by NFC, full case folding, one space per whitespace run, trimmed, invisible characters dropped", () => {
     const key = groupNameKey("Admins2")
     for (const alike of ["admins2", "ADMINS2", " Admins2 ", "Admins\u200b2", "\u202aAdmins2\u202c"]) {
