@@ -52,6 +52,11 @@ describe("gateway init-admin", () => {
     expect(again.code).toBe(1)
     expect(again.stderr).toContain("already exists: use `gateway init-admin --reset`")
     expect(again.stdout).not.toContain("Password")
+    // With a password too short, the command still says what cannot be done at all: the account exists.
+    const againShort = await initAdmin(["--password-stdin"], "\n")
+    expect(againShort.code).toBe(1)
+    expect(againShort.stderr).toContain("already exists: use `gateway init-admin --reset`")
+    expect(againShort.stderr).not.toContain("at least 12 characters")
 
     const wrongKey = await initAdmin(["--reset"], undefined, { GATEWAY_CONFIG_KEY: newConfigKey() })
     expect(wrongKey.code).toBe(1)

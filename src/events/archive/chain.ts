@@ -41,7 +41,7 @@ export class ChainCheck {
       return `the file holds no entry, but the checkpoint is at sequence ${after.sequence}: entries were removed`
     }
     if (after !== undefined && this.startedAtOne && this.last.sequence < after.sequence) {
-      return `line ${this.lastLine}: the file ends at sequence ${this.last.sequence}, before the checkpoint's sequence ${after.sequence}: entries were removed from its end`
+      return `the file ends at sequence ${this.last.sequence}, before the checkpoint's sequence ${after.sequence}: entries were removed from its end (its last line is ${this.lastLine})`
     }
     return this.last
   }

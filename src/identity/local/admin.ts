@@ -89,17 +89,23 @@ const apply = (request: InitAdminRequest) =>
     const existing = yield* users.findBuiltinAdmin
     const password = request.password ?? generatePassword()
     const generatedPassword = request.password === undefined ? password : undefined
+    // What cannot be done at all is said first, whatever password came with it.
+    if (Option.isNone(existing) && request.reset) {
+      return yield* new AdminInitError({
+        message: "there is no built-in administrator in this database yet: run `gateway init-admin` without --reset"
+      })
+    }
+    if (Option.isSome(existing) && !request.reset) {
+      return yield* new AdminInitError({
+        message: "the built-in administrator already exists: use `gateway init-admin --reset` to recover it"
+      })
+    }
     if (request.password !== undefined) {
       const problem = checkPasswordPolicy(request.password)
       if (problem !== undefined) return yield* problem
     }
 
     if (Option.isNone(existing)) {
-      if (request.reset) {
-        return yield* new AdminInitError({
-          message: "there is no built-in administrator in this database yet: run `gateway init-admin` without --reset"
-        })
-      }
       const id = yield* users.insertLocal({
         kind: "builtin_admin",
         username: ADMIN_USERNAME,
@@ -110,11 +116,6 @@ const apply = (request: InitAdminRequest) =>
       yield* joinAdministrators(id, now)
       yield* securityEvent("auth.administrator_created", { user_id: id })
       return { created: true, generatedPassword, revokedSessions: 0 } satisfies InitAdminResult
-    }
-    if (!request.reset) {
-      return yield* new AdminInitError({
-        message: "the built-in administrator already exists: use `gateway init-admin --reset` to recover it"
-      })
     }
     const id = existing.value.id
     if (request.resetPassword) yield* credentials.setPassword(id, yield* hashPassword(password), now)

@@ -305,6 +305,23 @@ describe("gateway verify-audit", () => {
     const refused = await runGatewayCommand(["verify-audit", "--file", bad, "--key", `k1=${key.publicKeyBase64}`])
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain(`gateway: ${bad}:10: sequence 11 where 10 was expected`)
+
+    // A reason about the whole file names no line before it: `<file>: <reason>`.
+    const cut = await runGatewayCommand([
+      "verify-audit",
+      "--file",
+      good,
+      "--key",
+      `k1=${key.publicKeyBase64}`,
+      "--after-sequence",
+      "25",
+      "--after-hash",
+      "ab".repeat(32)
+    ])
+    expect(cut.code).toBe(1)
+    expect(cut.stderr).toBe(
+      `gateway: ${good}: the file ends at sequence 20, before the checkpoint's sequence 25: entries were removed from its end (its last line is 20)\n`
+    )
   })
 
   it("a key's range on the command line: a tail past it is refused (exit 1); a bad range is a usage error (exit 2)", async () => {
