@@ -28,6 +28,7 @@ import { DirectoryLive } from "./directory.js"
 import { IdentitiesLive } from "./identities.js"
 import { IdentityProvidersLive } from "./identity-providers.js"
 import { LocalAccountsLive } from "./local-accounts.js"
+import { methodChecked } from "./methods.js"
 import { adminResource } from "./resource.js"
 import { BackendsLive, HttpToolsLive, OpenApiImportsLive, ToolGroupsLive, ToolSourcesLive } from "./sources.js"
 import { GenerationId, generationIdLayer, StatusLive } from "./status.js"
@@ -128,7 +129,7 @@ export const makeAdminHandler = (
     )
     const apiApp = yield* Effect.provide(HttpApiBuilder.httpApp, built)
     const consoleApp = yield* Effect.provide(makeConsoleApp, Context.add(context, GenerationId, generationId))
-    const managementApi = challenged(originChecked(adminResource(config))(addressChecked(apiApp)))
+    const managementApi = challenged(originChecked(adminResource(config))(addressChecked(methodChecked(apiApp))))
     // `/console` is the console's (its own origin, CSRF and session checks, HTML answers); the rest the API's.
     const routed = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       isConsolePath(new URL(request.url, "http://admin.invalid").pathname) ? consoleApp : managementApi

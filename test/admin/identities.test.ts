@@ -289,6 +289,15 @@ describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
         "content-type": "application/json; charset=UTF-8"
       })
       expect(utf8).toMatchObject({ status: 400, body: { error_description: 'name: must not be empty, got ""' } })
+      // A served path with another method: 405 naming the methods, not "No such path".
+      const wrongMethod = yield* api.send("DELETE", "/api/v1/identities/groups")
+      expect(wrongMethod).toMatchObject({
+        status: 405,
+        body: { error: "method_not_allowed", error_description: "DELETE is not answered on this path; use POST." }
+      })
+      expect(wrongMethod.headers.get("allow")).toBe("POST")
+      expect((yield* api.send("DELETE", "/api/v1/identities")).headers.get("allow")).toBe("GET, HEAD")
+      expect((yield* api.send("DELETE", "/api/v1/nothing-here")).status).toBe(404)
       const groups = records((yield* api.get("/api/v1/identities")).body, "groups")
       expect(groups.map((group) => group["id"])).toEqual(["administrators"])
     })
