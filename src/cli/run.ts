@@ -1,6 +1,6 @@
 import { Command, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { Cause, type Console, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { ConfigInvalid } from "../config/service.js"
 import type { ExtraRoutes } from "../runtime/build-generation.js"
 import { loggerLayer } from "../runtime/logger.js"
@@ -10,6 +10,7 @@ import { AdminCommandFailed } from "./admin/failure.js"
 import { adminLoginCommand } from "./admin-login.js"
 import { commandGroup, unknownCommand } from "./command-group.js"
 import { connectCommand } from "./connect.js"
+import { cliConsole, usageHint } from "./console.js"
 import { devTokenCommand } from "./dev-token.js"
 import { initAdminCommand } from "./init-admin.js"
 import { serveCommand } from "./serve.js"
@@ -47,47 +48,6 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   return `gateway: unexpected failure\n${Cause.pretty(cause)}`
 }
 
-const ESC = String.fromCharCode(27)
-/** Removes SGR sequences (ESC [ … m and the like): what @effect/cli colours with. */
-const withoutEscapes = (text: string) => {
-  let out = ""
-  let at = 0
-  for (let found = text.indexOf(ESC); found >= 0; found = text.indexOf(ESC, at)) {
-    out += text.slice(at, found)
-    const sequence = /^\[[0-9;]*[A-Za-z]/.exec(text.slice(found + 1, found + 32))
-    at = found + 1 + (sequence?.[0].length ?? 0)
-  }
-  return out + text.slice(at)
-}
-const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg === "string" ? withoutEscapes(arg) : arg))
-
-/**
- * The help's list of commands with each nested command's path as typed: @effect/cli 0.77 repeats the
- * outer group's name for commands two levels down ("- admin admin users list").
- */
-const withoutRepeatedGroup = (args: ReadonlyArray<unknown>) =>
-  args.map((arg) => (typeof arg === "string" ? arg.replace(/^( *- )(\S+) \2 /gm, "$1$2 ") : arg))
-
-/**
- * The console with colour codes left out of what goes to a pipe or a file (help and usage errors are
- * coloured by @effect/cli): a script reading `gateway … --help` or an error gets plain text; a
- * terminal still gets colour.
- */
-const plainWhereNoTerminal = (console: Console.Console): Console.Console => {
-  const out = process.stdout.isTTY === true
-  const err = process.stderr.isTTY === true
-  return {
-    ...console,
-    log: (...args) => console.log(...withoutRepeatedGroup(out ? args : plain(args))),
-    error: (...args) => console.error(...withoutRepeatedGroup(err ? args : plain(args))),
-    unsafe: {
-      ...console.unsafe,
-      log: (...args) => console.unsafe.log(...withoutRepeatedGroup(out ? args : plain(args))),
-      error: (...args) => console.unsafe.error(...withoutRepeatedGroup(err ? args : plain(args)))
-    }
-  }
-}
-
 export const rootCommand = (extraRoutes?: ExtraRoutes) =>
   commandGroup("gateway", "Identity-aware gateway in front of MCP tool servers", [
     serveCommand(extraRoutes),
@@ -108,12 +68,12 @@ export const runCli = (extraRoutes?: ExtraRoutes, argv: ReadonlyArray<string> = 
   const root = rootCommand(extraRoutes)
   const missing = unknownCommand(root, "gateway", argv.slice(2))
   if (missing !== undefined) {
-    process.stderr.write(`${missing}\n(gateway --help lists every command with its options)\n`, () => process.exit(2))
+    process.stderr.write(`${missing}\n${usageHint}\n`, () => process.exit(2))
     return
   }
   // Every command logs JSON lines to stderr (`serve` sets its own level): stdout stays the command's output.
   const program = Command.run(root, { name: "gateway", version })(argv).pipe(
-    (run) => Effect.consoleWith((console) => Effect.withConsole(run, plainWhereNoTerminal(console))),
+    (run) => Effect.consoleWith((console) => Effect.withConsole(run, cliConsole(console))),
     Effect.provide(Layer.mergeAll(NodeContext.layer, loggerLayer("info")))
   )
   Effect.runPromiseExit(program).then((exit) => {

@@ -2,6 +2,7 @@ import { Command, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Cause, Effect, Exit, Option } from "effect"
 import { version } from "../version.js"
+import { cliConsole } from "./console.js"
 import { verifyAuditCommand } from "./verify-audit.js"
 
 /**
@@ -12,7 +13,10 @@ import { verifyAuditCommand } from "./verify-audit.js"
  */
 export const runVerifyAudit = (argv: ReadonlyArray<string>) => {
   const root = Command.make("gateway").pipe(Command.withSubcommands([verifyAuditCommand]))
-  const program = Command.run(root, { name: "gateway", version })(argv).pipe(Effect.provide(NodeContext.layer))
+  const program = Command.run(root, { name: "gateway", version })(argv).pipe(
+    (run) => Effect.consoleWith((console) => Effect.withConsole(run, cliConsole(console))),
+    Effect.provide(NodeContext.layer)
+  )
   Effect.runPromiseExit(program).then((exit) => {
     let code = 0
     if (Exit.isFailure(exit)) {

@@ -210,6 +210,14 @@ const eventually = async (check: () => boolean | Promise<boolean>, timeoutMs = 1
 const allGone = (pids: ReadonlyArray<number>, ports: ReadonlyArray<number>) =>
   eventually(async () => pids.every((pid) => !runs(pid)) && !(await Promise.all(ports.map(accepts))).some(Boolean))
 
+/** Something else listening on a free loopback port (it closes every connection at once). */
+const squatting = () => {
+  const server = createServer((socket) => socket.destroy())
+  return new Promise<{ readonly server: typeof server; readonly port: number }>((done) =>
+    server.listen(0, "127.0.0.1", () => done({ server, port: (server.address() as { port: number }).port }))
+  )
+}
+
 /** The one Node process under npm (failing the test when there is none or more than one). */
 const onlyNode = (npmPid: number): number => {
   const descendants = tree(npmPid).filter((pid) => pid !== npmPid && command(pid)[0] !== undefined)
@@ -287,10 +295,7 @@ describe("npm start", () => {
   }, 120_000)
 
   it("refuses to start (exit 2, before the demo listens) when the file's demo backend points at another port than --demo-port", async () => {
-    const elsewhere = createServer((socket) => socket.destroy())
-    const other = await new Promise<number>((done) =>
-      elsewhere.listen(0, "127.0.0.1", () => done((elsewhere.address() as { port: number }).port))
-    )
+    const { server: elsewhere, port: other } = await squatting()
     try {
       const started = await start({ demoUrlPort: other, serving: false })
       expect(await started.exited).toBe(2)
@@ -306,10 +311,7 @@ describe("npm start", () => {
   }, 120_000)
 
   it("refuses to start when the demo backend's port is taken, rather than connect the demo backend to whatever listens there", async () => {
-    const squatter = createServer((socket) => socket.destroy())
-    const port = await new Promise<number>((done) =>
-      squatter.listen(0, "127.0.0.1", () => done((squatter.address() as { port: number }).port))
-    )
+    const { server: squatter, port } = await squatting()
     try {
       const started = await start({ demoPort: port, serving: false })
       expect(await started.exited).toBe(1)
