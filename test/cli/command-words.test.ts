@@ -47,13 +47,19 @@ describe("command words", () => {
     expect(problem).toContain(`${"x".repeat(54)}...'`)
   })
 
-  it("the executable exits 2 with that message on stderr, and its help lists `admin users list` once", async () => {
+  it("the executable exits 2 with that message on stderr (and so with the parser's own usage errors), and its help lists `admin users list` once", async () => {
     const wrong = await runGatewayCommand(["admin", "users", "frobnicate"])
     expect(wrong.code).toBe(2)
     expect(wrong.stderr).toBe(
       `gateway admin users: no command 'frobnicate'; expected one of: ${userActions}\n(gateway --help lists every command with its options)\n`
     )
     expect(wrong.stdout).toBe("")
+    // A usage error the command line parser finds reads the same way.
+    const missing = await runGatewayCommand(["admin", "users", "show"])
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toBe(
+      "gateway: Missing argument <id>\n(gateway --help lists every command with its options)\n"
+    )
     const help = await runGatewayCommand(["--help"])
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^ {2}- admin users list \[--config file\]/m)

@@ -228,7 +228,8 @@ describe.each(storeKinds)("console: tool sources (%s)", (kind) => {
         // Hidden characters: visible in the definition and escaped in the change form, whose text saved
         // unchanged stores exactly the same description.
         expect(groupPage).not.toMatch(/[\u202e\u{f0000}]/u)
-        expect(groupPage).toContain("\\u202e\\uf0000")
+        // Above U+FFFF a surrogate pair of escapes, as JSON writes it (`\uf0000` would read as U+F000 and "0").
+        expect(groupPage).toContain("\\u202e\\udb80\\udc00")
         const formText = unescapeHtml(/<textarea id="definition"[^>]*>([\s\S]*?)<\/textarea>/.exec(groupPage)![1]!)
         expect(formText).toContain("\\u202e\\udb80\\udc00")
         const resaved = yield* pages.post(
