@@ -187,30 +187,45 @@ export const approvalsDefault = (): typeof Approvals.Type => ({
   step_up: { acr_values: [], max_age: Duration.minutes(5) }
 })
 
-/**
- * An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). Only the
- * characters of MCP tool names (SEP-986: letters, digits, `_`, `-`, `.`; a tool named otherwise is never
- * exposed, src/mcp/catalog/naming.ts): a pattern holding another — an invisible U+034F after
- * `delete_note`, say — would match no tool, and the tool it seemed to name would fall to the next rule
- * (a `*` rule publishing it as a read tool without approval).
- */
+/** An original tool name, or a prefix ending in `*` (`search_*`; `*` alone matches every tool). */
 const ToolPattern = NonEmpty.pipe(
-  Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported"),
-  Schema.filter((text) => {
-    const name = text.endsWith("*") ? text.slice(0, -1) : text
-    if (name.length > 128) return "a tool name has at most 128 characters"
-    const other = /[^A-Za-z0-9_.-]/u.exec(name)
-    if (other === null) return true
-    const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
-    return `holds U+${code} at index ${other.index}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
-  })
+  Schema.filter((text) => !text.slice(0, -1).includes("*") || "only a single trailing * is supported")
 )
+
+/**
+ * Why `pattern` is refused when a rule is written, or undefined. Only the characters of MCP tool names
+ * (SEP-986: letters, digits, `_`, `-`, `.`; a tool named otherwise is never exposed,
+ * src/mcp/catalog/naming.ts): a pattern holding another — an invisible U+034F after `delete_note`,
+ * say — would match no tool, and the tool it seemed to name would fall to the next rule (a `*` rule
+ * publishing it as a read tool without approval). Checked where rules are written (the YAML file, a
+ * managed source's create or update), not where stored ones are read back: a definition saved before
+ * the check still loads, its pattern matching nothing as it always did (docs/decisions.md).
+ */
+export const toolPatternProblem = (pattern: string): string | undefined => {
+  const name = pattern.endsWith("*") ? pattern.slice(0, -1) : pattern
+  if (name.length > 128) return "a tool name has at most 128 characters"
+  const other = /[^A-Za-z0-9_.-]/u.exec(name)
+  if (other === null) return undefined
+  const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
+  return `holds U+${code} at index ${other.index}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
+}
 
 export const ToolRule = Schema.Struct({
   tools: Schema.Array(ToolPattern).pipe(Schema.minItems(1)),
   publish: withDefault(Schema.Boolean, () => true),
   write: withDefault(Schema.Boolean, () => false),
   approval: Schema.optional(ApprovalPolicy)
+})
+
+/** A backend's rules as stored and read back (a managed backend's): patterns not checked again. */
+export const storedToolRules = withDefault(Schema.Array(ToolRule), () => [])
+
+/** A rule as the YAML file writes it: each pattern checked (`toolPatternProblem`). */
+const WrittenToolRule = Schema.Struct({
+  ...ToolRule.fields,
+  tools: Schema.Array(ToolPattern.pipe(Schema.filter((pattern) => toolPatternProblem(pattern) ?? true))).pipe(
+    Schema.minItems(1)
+  )
 })
 
 export const BackendCredentials = Schema.Union(
@@ -261,7 +276,7 @@ export const Backend = Schema.Struct({
   oauth: Schema.optional(BackendOAuth),
   required: withDefault(Schema.Boolean, () => false),
   required_scopes: withDefault(Schema.Array(NonEmpty), () => []),
-  tool_rules: withDefault(Schema.Array(ToolRule), () => []),
+  tool_rules: withDefault(Schema.Array(WrittenToolRule), () => []),
   naming: withDefault(BackendNaming, () => ({ resource_uris: "gateway" as const })),
   timeouts: withDefault(
     Schema.Struct({

@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { toolPatternProblem } from "../config/schema.js"
 import type { LoadedConfig } from "../config/service.js"
 import { backendProblems } from "./compose.js"
 import { kindNames, type ManagedSource, toBackendConfig } from "./definitions.js"
@@ -12,6 +13,21 @@ import type { HttpToolSpec } from "./schema.js"
  * them. Each problem names its place: `<pointer>: <message>`.
  */
 export const writeProblems = (
+  loaded: LoadedConfig,
+  source: ManagedSource,
+  after: ReadonlyArray<ManagedSource>
+): ReadonlyArray<string> => [...toolRuleProblems(source), ...kindProblems(loaded, source, after)]
+
+/** The written source's tool rules: every pattern one that can match a tool (`toolPatternProblem`). */
+const toolRuleProblems = (source: ManagedSource): ReadonlyArray<string> =>
+  source.value.tool_rules.flatMap((rule, ruleIndex) =>
+    rule.tools.flatMap((pattern, index) => {
+      const problem = toolPatternProblem(pattern)
+      return problem === undefined ? [] : [`/tool_rules/${ruleIndex}/tools/${index}: ${problem}`]
+    })
+  )
+
+const kindProblems = (
   loaded: LoadedConfig,
   source: ManagedSource,
   after: ReadonlyArray<ManagedSource>

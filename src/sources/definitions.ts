@@ -1,5 +1,5 @@
 import { Effect, Either, type ParseResult, Schema } from "effect"
-import { Backend, type BackendConfig } from "../config/schema.js"
+import { Backend, type BackendConfig, storedToolRules } from "../config/schema.js"
 import type { SealerApi } from "../crypto/sealer.js"
 import { isRecord } from "../json.js"
 import { parseTemplate } from "./http/template.js"
@@ -16,7 +16,8 @@ import { HttpTool, OpenApiImport, type SourceKind, ToolGroup } from "./schema.js
 
 const enabled = { enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }) }
 
-export const ManagedBackend = Schema.Struct({ ...Backend.fields, ...enabled })
+// Tool rules as stored: a pattern saved before they were checked still loads (src/sources/checks.ts checks writes).
+export const ManagedBackend = Schema.Struct({ ...Backend.fields, tool_rules: storedToolRules, ...enabled })
 export const ManagedHttpTool = Schema.Struct({ ...HttpTool.fields, ...enabled })
 export const ManagedOpenApiImport = Schema.Struct({ ...OpenApiImport.fields, ...enabled })
 export const ManagedToolGroup = Schema.Struct({ ...ToolGroup.fields, ...enabled })

@@ -86,6 +86,20 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
         const audit = yield* inGateway(gateway)(Effect.flatMap(AuditEventRepo, (repo) => repo.forTarget("beta")))
         expect(audit.map((event) => event.action)).toEqual(["source.created", "source.updated"])
 
+        // A definition saved before tool patterns were checked (`crm:search` can match no MCP tool name)
+        // still loads: read, listed, and removed by the next write's reload, never a 500.
+        yield* inGateway(gateway)(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) =>
+              sql`UPDATE managed_sources SET definition = replace(definition, '"tools":["echo"]', '"tools":["crm:search"]') WHERE id = 'beta'`
+          )
+        )
+        const old = yield* api.get("/api/v1/backends/beta")
+        expect(old.status).toBe(200)
+        expect(old.body["definition"]).toMatchObject({ tool_rules: [{ tools: ["crm:search"] }] })
+        expect((yield* api.get("/api/v1/backends")).status).toBe(200)
+
         // Deleting: If-Match, at once; the tools are gone after the reload.
         expect((yield* api.send("DELETE", "/api/v1/backends/beta")).status).toBe(428)
         const deleted = yield* api.send("DELETE", "/api/v1/backends/beta", undefined, ifMatch(kept.body))
