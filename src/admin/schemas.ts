@@ -115,9 +115,19 @@ export const GroupCreateBody = Schema.Struct({
   source_groups: Schema.optional(GroupIds)
 }).annotations({ identifier: "GroupCreate" })
 
+/**
+ * A group's name as an update sends it: checked by the write only when it differs from the stored one
+ * (src/policy/writes.ts, `nameFree`), so a group named before a rule existed can still be edited — the
+ * console's form always sends the name.
+ */
+const GroupNameAsSent = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(200, { message: () => "must be at most 200 characters" })
+)
+
 /** `PUT /api/v1/identities/groups/{id}`: omitted fields keep their value. */
 export const GroupUpdateBody = Schema.Struct({
-  name: Schema.optional(GroupName),
+  name: Schema.optional(GroupNameAsSent),
   enabled: Schema.optional(Schema.Boolean),
   permissions: Schema.optional(Permissions),
   source_groups: Schema.optional(GroupIds)

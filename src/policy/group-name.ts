@@ -21,22 +21,56 @@ export const MAX_GROUP_NAME = 200
 // \p{Default_Ignorable_Code_Point} covers the invisible ones outside Cf (U+034F, U+115F, U+3164,
 // U+FE00-FE0F, U+E0100-E01EF…); Cf the zero-width and bidi controls (U+200B-U+200F, U+202A-U+202E,
 // U+2066-U+2069, U+061C, U+FEFF, U+00AD).
-const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}]/u
-const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}]/gu
+// U+2800 (braille pattern blank) and U+1D159 (musical null notehead) are drawn as nothing too, though
+// Unicode counts them as symbols.
+const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}]/u
+const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}]/gu
 
-/** What is wrong with `name` as a group name, or undefined when it may be written. */
-export const groupNameProblem = (name: string): string | undefined => {
+const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
+
+/**
+ * What is wrong with `name` as text people read — a display name, or the first checks of a group or user
+ * name — or undefined: empty, too long, control characters, invisible characters, edge whitespace.
+ */
+export const visibleNameProblem = (name: string): string | undefined => {
   if (name.length === 0) return "must not be empty"
   if (name.length > MAX_GROUP_NAME) return `must be at most ${MAX_GROUP_NAME} characters`
   if (hasControlCharacter(name)) return "must not contain control characters"
   const found = invisible.exec(name)
   if (found !== null) {
-    const code = found[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
-    return `must not contain invisible or direction-changing characters (U+${code} at index ${found.index})`
+    return `must not contain invisible or direction-changing characters (${codePoint(found[0])} at index ${found.index})`
   }
   if (name.trim() !== name) return "must not begin or end with whitespace"
-  return mixedScriptProblem(name)
+  return undefined
 }
+
+/**
+ * Compatibility characters (NFKC folds them to others): mathematical letters (`𝖺`), fullwidth forms
+ * (`ａ`), roman numerals (`Ⅰ`), superscripts and ligatures read as the plain letters, and being of
+ * the script Common they pass the mixed-script check. Refused in names that must not read alike, naming
+ * what to write instead. Whitespace is left to the key, which reads every run of it as one space.
+ */
+const compatibilityProblem = (name: string): string | undefined => {
+  if (name.normalize("NFKC") === name.normalize("NFC")) return undefined
+  let index = 0
+  for (const char of name) {
+    const folded = char.normalize("NFKC")
+    // Spaces of other widths (a no-break space, a thin space) are spaces to the key already.
+    if (folded !== char.normalize("NFC") && !/\s/u.test(char)) {
+      return `must not contain compatibility characters (${codePoint(char)} at index ${index}; write ${JSON.stringify(folded)})`
+    }
+    index += char.length
+  }
+  return undefined
+}
+
+/**
+ * What is wrong with `name` as a permission group's or a local account's name, or undefined when it may
+ * be written: readable (`visibleNameProblem`), and not able to pass for another — no compatibility
+ * characters, no word mixing scripts.
+ */
+export const groupNameProblem = (name: string): string | undefined =>
+  visibleNameProblem(name) ?? compatibilityProblem(name) ?? mixedScriptProblem(name)
 
 /**
  * The key two names are compared by: names with equal keys read alike. Invisible characters are

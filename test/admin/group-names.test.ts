@@ -5,11 +5,13 @@
  * whitespace runs as one space (409 `name_taken`) — through the Management API's create and rename, on
  * SQLite and on PostgreSQL; two racing creates of look-alike names make one group.
  */
+
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { adminToken, ifMatch, managementApi } from "../support/admin-api.js"
 import { storeKinds } from "../support/databases.js"
-import { oauthGateway } from "../support/oauth-gateway.js"
+import { inGateway, oauthGateway } from "../support/oauth-gateway.js"
 
 const setup = (kind: (typeof storeKinds)[number]) =>
   Effect.gen(function* () {
@@ -84,6 +86,33 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
 
         const listed = groupNames((yield* api.get("/api/v1/identities")).body)
         expect(listed.filter((name) => String(name).toLowerCase() === "admins2")).toEqual(["Admins2"])
+      })
+  )
+
+  it.scoped(
+    "a group named before a rule refused such names can still be edited with its name sent unchanged (as the console does); a new name meets every rule",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* oauthGateway({ kind })
+        const api = managementApi(gateway, yield* adminToken(gateway))
+        const created = (yield* api.post("/api/v1/identities/groups", { name: "DevOps" })).body
+        // As an earlier version could store it: a word of Latin and Cyrillic letters.
+        const oldName = "DevOps/\u0414\u0435\u0432\u043e\u043f\u0441"
+        yield* inGateway(gateway)(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql`UPDATE groups SET name = ${oldName} WHERE id = ${String(created["id"])}`
+          )
+        )
+        const path = `/api/v1/identities/groups/${String(created["id"])}`
+        const kept = yield* api.put(path, { name: oldName, enabled: false }, ifMatch(created))
+        expect(kept).toMatchObject({ status: 200, body: { name: oldName, enabled: false } })
+        const renamed = yield* api.put(path, { name: "Ops/\u041e\u043f\u0441" }, ifMatch(kept.body))
+        expect(renamed.status).toBe(400)
+        expect(renamed.body["error_description"]).toContain("name: must not mix scripts within a word")
+        const compatibility = yield* api.put(path, { name: "\u{1d5a0}dmins" }, ifMatch(kept.body))
+        expect(compatibility.status).toBe(400)
+        expect(compatibility.body["error_description"]).toContain("name: must not contain compatibility characters")
       })
   )
 

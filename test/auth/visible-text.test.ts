@@ -22,7 +22,9 @@ const hidden: ReadonlyArray<[string, string, string]> = [
   ["line separator", "\u2028", "\\u2028"],
   ["private use", "\ue000", "\\ue000"],
   ["escape", "\u001b", "\\u001b"],
-  ["a lone surrogate", "\ud800", "\\ud800"]
+  ["a lone surrogate", "\ud800", "\\ud800"],
+  ["braille pattern blank", "\u2800", "\\u2800"],
+  ["musical null notehead", "\u{1d159}", "\\ud834\\udd59"]
 ]
 
 describe("visibleText", () => {

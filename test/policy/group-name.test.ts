@@ -2,7 +2,7 @@
  * docs/access-policy.md, "Group names": which names may be written, and the key names are compared by.
  */
 import { describe, expect, it } from "vitest"
-import { groupNameKey, groupNameProblem } from "../../src/policy/group-name.js"
+import { groupNameKey, groupNameProblem, visibleNameProblem } from "../../src/policy/group-name.js"
 
 describe("permission group names", () => {
   it("refuses control, invisible and direction-changing characters, naming the code point, and edge whitespace", () => {
@@ -55,6 +55,32 @@ describe("permission group names", () => {
     ]) {
       expect(groupNameProblem(name), name).toBeUndefined()
     }
+  })
+
+  it("refuses compatibility characters that read as plain letters (mathematical, fullwidth, roman numerals, superscripts), naming what to write; and blank symbols", () => {
+    for (const [name, code, plain] of [
+      ["\u{1d5ba}dmin", "U+1D5BA", "a"],
+      ["\u{1d5a0}dministrators", "U+1D5A0", "A"],
+      ["\u2160nfra", "U+2160", "I"],
+      ["\uff41dmin", "U+FF41", "a"],
+      ["\u1d43dmin", "U+1D43", "a"],
+      ["x\u00b2", "U+00B2", "2"]
+    ] as const) {
+      expect(groupNameProblem(name), name).toBe(
+        `must not contain compatibility characters (${code} at index ${name.indexOf([...name].find((c) => c.normalize("NFKC") !== c)!)}; write "${plain}")`
+      )
+    }
+    for (const [name, code] of [
+      ["Administrators \u2800", "U+2800"],
+      ["admin\u{1d159}", "U+1D159"]
+    ] as const) {
+      expect(groupNameProblem(name), name).toContain(
+        `must not contain invisible or direction-changing characters (${code}`
+      )
+    }
+    // Display names are not unique: readable is enough.
+    expect(visibleNameProblem("\u{1d5ba}da \u03b2-testers")).toBeUndefined()
+    expect(visibleNameProblem("Ada\u2800")).toContain("U+2800")
   })
 
   it("keys names by NFC, full case folding, one space per whitespace run, trimmed, invisible characters dropped", () => {

@@ -3,10 +3,11 @@
  * spaces and joiners, bidirectional embeddings, overrides and isolates, the BOM, soft hyphen), the other
  * default-ignorable code points (the combining grapheme joiner U+034F, variation selectors U+FE00-FE0F
  * and U+E0100-E01EF, Mongolian selectors, Hangul fillers U+115F, U+1160, U+3164, U+FFA0, U+17B4-17B5),
- * line and paragraph separators, private-use, unassigned and lone surrogate code points: the characters
+ * line and paragraph separators, private-use, unassigned and lone surrogate code points, and two symbols
+ * drawn as nothing (U+2800 braille pattern blank, U+1D159 musical null notehead): the characters
  * permission group and account names refuse (src/policy/group-name.ts), and a few more.
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]/gu
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}]/gu
 
 /** A character as JSON escapes it: `\uXXXX`, a surrogate pair of them above U+FFFF (`\udb40\udd00`). */
 const escaped = (char: string) => {

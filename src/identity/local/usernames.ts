@@ -1,4 +1,4 @@
-import { groupNameProblem } from "../../policy/group-name.js"
+import { groupNameProblem, visibleNameProblem } from "../../policy/group-name.js"
 
 /**
  * Sign-in names of local accounts (docs/local-accounts.md, "Names"). They get the hygiene of
@@ -9,7 +9,10 @@ import { groupNameProblem } from "../../policy/group-name.js"
  */
 export const MAX_LOCAL_USERNAME = 64
 
-/** Display names: the group names' rules (at most 200 characters, inner spaces allowed). */
+/**
+ * Display names: readable as group names are (at most 200 characters, nothing invisible, no edge
+ * whitespace), but free in script and form — they are not unique, so there is nothing to pass for.
+ */
 export const MAX_DISPLAY_NAME = 200
 
 /** What is wrong with `name` as a local account's sign-in name, or undefined when it may be used. */
@@ -23,4 +26,4 @@ export const usernameProblem = (name: string): string | undefined => {
 }
 
 /** What is wrong with `name` as a display name, or undefined. */
-export const displayNameProblem = (name: string): string | undefined => groupNameProblem(name)
+export const displayNameProblem = (name: string): string | undefined => visibleNameProblem(name)
