@@ -17,17 +17,18 @@ export class BodyNotRead extends Data.TaggedError("BodyNotRead")<{
 /** What a request answers when its body is not UTF-8. */
 export const notUtf8Description = "The request body is not valid UTF-8."
 
+// ASCII is UTF-8 already; an empty value names nothing.
+const readable: ReadonlySet<string> = new Set(["utf-8", "utf8", "us-ascii", "ascii", ""])
+
 /**
  * Why a `Content-Type` naming a charset is refused (a body is read as UTF-8 only, and one sent in
- * another charset would be misread), or undefined: no charset, or UTF-8 however spelled.
+ * another charset would be misread), or undefined: no charset, UTF-8 however spelled, or US-ASCII.
  */
 export const charsetProblem = (contentType: string | undefined): string | undefined => {
   const found = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")
   if (found === null) return undefined
   const charset = found[1]!.toLowerCase()
-  return charset === "utf-8" || charset === "utf8"
-    ? undefined
-    : `the body is read as UTF-8 only (charset=${charset.slice(0, 40)} given)`
+  return readable.has(charset) ? undefined : `the body is read as UTF-8 only (charset=${charset.slice(0, 40)} given)`
 }
 
 /**
