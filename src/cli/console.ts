@@ -19,7 +19,16 @@ const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg ==
  * outer group's name for commands two levels down ("- admin admin users list").
  */
 const withoutRepeatedGroup = (args: ReadonlyArray<unknown>) =>
-  args.map((arg) => (typeof arg === "string" ? arg.replace(/^( *- )(\S+) \2 /gm, "$1$2 ") : arg))
+  args.map((arg) =>
+    typeof arg === "string"
+      ? arg.replace(
+          /^( *- )(\S+) \2 (.*?)( {2,})/gm,
+          // The description column stays where the library put it: the name's width goes to the padding.
+          (_, dash: string, group: string, rest: string, padding: string) =>
+            `${dash}${group} ${rest}${padding}${" ".repeat(group.length + 1)}`
+        )
+      : arg
+  )
 
 /** Where to look when the command line was refused (the only errors @effect/cli writes to the console). */
 export const usageHint = "(gateway --help lists every command with its options)"

@@ -64,5 +64,11 @@ describe("command words", () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^ {2}- admin users list \[--config file\]/m)
     expect(help.stdout).not.toContain("admin admin")
+    // Every description starts in one column, nested commands' too.
+    const column = (line: string) => /^ {2}- \S.*? {2,}(?=\S)/.exec(line)?.[0].length
+    const lines = help.stdout.split("\n")
+    const serve = lines.find((line) => line.startsWith("  - serve "))!
+    const nested = lines.find((line) => line.startsWith("  - admin users list "))!
+    expect(column(nested)).toBe(column(serve))
   })
 })
