@@ -47,10 +47,19 @@ export const bearerToken = (authorization: string | undefined): string | undefin
 
 /**
  * Every token the gateway takes is a JWS in compact form (RFC 7515 §7.1): three base64url parts, no
- * padding, nothing else. A token spelled otherwise is refused before any key is tried, so one token is
+ * padding, nothing else, each part canonical (`canonical`). A token spelled otherwise is refused before any key is tried, so one token is
  * never accepted in several spellings (`==` added to its signature decodes to the same bytes).
  */
 const compactJws = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+
+/**
+ * Each part is the one base64url spelling of its bytes: a part's last character carries spare bits
+ * (two or four) that decoding ignores, so `…Cw` and `…Cx` would be one signature in 15 more spellings.
+ * Checked once per token (the verified-token cache keeps it after).
+ */
+const canonical = (token: string): boolean =>
+  compactJws.test(token) &&
+  token.split(".").every((part) => Buffer.from(part, "base64url").toString("base64url") === part)
 
 // External issuers run on other clocks; a few seconds of skew must not reject fresh tokens.
 const externalClockTolerance = Duration.seconds(5)
@@ -105,7 +114,7 @@ export const BearerVerifierLive = Layer.scoped(
           if (authorization === undefined || authorization === "") return Effect.fail(missingToken(challengeUrl))
           const token = bearerToken(authorization)
           if (token === undefined) return Effect.fail(rejected("The Authorization header is not a bearer token."))
-          if (!compactJws.test(token)) {
+          if (!canonical(token)) {
             return Effect.fail(rejected("The token is not a JSON Web Token (three base64url parts, no padding)."))
           }
           return verifyToken(token)

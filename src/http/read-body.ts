@@ -25,10 +25,14 @@ const readable: ReadonlySet<string> = new Set(["utf-8", "utf8", "us-ascii", "asc
  * another charset would be misread), or undefined: no charset, UTF-8 however spelled, or US-ASCII.
  */
 export const charsetProblem = (contentType: string | undefined): string | undefined => {
-  const found = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")
-  if (found === null) return undefined
-  const charset = found[1]!.toLowerCase()
-  return readable.has(charset) ? undefined : `the body is read as UTF-8 only (charset=${charset.slice(0, 40)} given)`
+  // Every `charset` in the header, wherever it stands (a second one, one inside another parameter's
+  // quoted value, RFC 2231's `charset*`): a proxy in front may read any of them.
+  for (const found of (contentType ?? "").matchAll(/charset(\*?)\s*=\s*("[^"]*"?|[^;]*)/gi)) {
+    const value = found[2]!.trim().replace(/^"|"$/g, "").trim().toLowerCase()
+    if (found[1] === "*") return "the body is read as UTF-8 only (charset* given)"
+    if (!readable.has(value)) return `the body is read as UTF-8 only (charset=${value.slice(0, 40)} given)`
+  }
+  return undefined
 }
 
 /**

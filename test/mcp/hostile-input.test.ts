@@ -122,6 +122,20 @@ describe("hostile input on /mcp", () => {
       error_description:
         "POST /mcp takes Content-Type: application/json in UTF-8: the body is read as UTF-8 only (charset=utf-16 given)."
     })
+    // Every charset the header names counts, wherever it stands: a proxy in front may read any of them.
+    for (const type of [
+      "application/json;charset=utf-8;charset=utf-16",
+      "application/json; charset*=utf-16''",
+      'application/json; x="a;charset=utf-8"; charset=utf-16',
+      "application/json; charset=utf-8 , utf-16"
+    ]) {
+      const refused = await fetch(gateway.mcpUrl, {
+        method: "POST",
+        headers: { ...headers, "content-type": type },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+      })
+      expect(refused.status, type).toBe(415)
+    }
     for (const charset of ["UTF-8", '"utf8"', "us-ascii", ""]) {
       const readable = await fetch(gateway.mcpUrl, {
         method: "POST",

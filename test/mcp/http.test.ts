@@ -69,13 +69,20 @@ describe("bearer tokens on /mcp", () => {
     expect((await rawPost(`${gateway.mcpUrl}?access_token=${token}`, list)).status).toBe(401)
   })
 
-  it("a valid token spelled otherwise (padding added, base64 instead of base64url) is refused: one spelling per token", async () => {
+  it("a valid token spelled otherwise (other spare bits, padding added, base64 instead of base64url) is refused: one spelling per token", async () => {
     const token = (await bearer()).authorization.slice(7)
     expect((await rawPost(gateway.mcpUrl, list, { authorization: `Bearer ${token}` })).status).toBe(200)
     const [header, payload, signature] = token.split(".") as [string, string, string]
     const standard = (part: string) => part.replaceAll("-", "+").replaceAll("_", "/")
     const notJwt = "The token is not a JSON Web Token (three base64url parts, no padding)."
+    // The signature's last character with other spare bits: the same bytes once decoded.
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    const last = alphabet.indexOf(signature.at(-1)!)
+    const spare = signature.length % 4 === 2 ? 0b1111 : 0b11
+    const respelled = `${header}.${payload}.${signature.slice(0, -1)}${alphabet[(last & ~spare) | ((last & spare) ^ 1)]}`
+    expect(Buffer.from(respelled.split(".")[2]!, "base64url")).toEqual(Buffer.from(signature, "base64url"))
     for (const [spelled, description] of [
+      [respelled, notJwt],
       [`${token}==`, notJwt],
       [`${standard(header)}.${standard(payload)}.${standard(signature)}~`, notJwt],
       // Not even RFC 6750's token syntax (`=` only at the end).
