@@ -4,7 +4,7 @@
  * backend will receive; and the JSON shown still parses to the same value.
  */
 import { describe, expect, it } from "vitest"
-import { visibleText } from "../../src/auth/pages/visible-text.js"
+import { needsCareful, visibleText } from "../../src/auth/pages/visible-text.js"
 
 const hidden: ReadonlyArray<[string, string, string]> = [
   ["combining grapheme joiner", "\u034f", "\\u034f"],
@@ -24,7 +24,13 @@ const hidden: ReadonlyArray<[string, string, string]> = [
   ["escape", "\u001b", "\\u001b"],
   ["a lone surrogate", "\ud800", "\\ud800"],
   ["braille pattern blank", "\u2800", "\\u2800"],
-  ["musical null notehead", "\u{1d159}", "\\ud834\\udd59"]
+  ["musical null notehead", "\u{1d159}", "\\ud834\\udd59"],
+  ["object replacement character", "\ufffc", "\\ufffc"],
+  ["no-break space", "\u00a0", "\\u00a0"],
+  ["hair space", "\u200a", "\\u200a"],
+  ["narrow no-break space", "\u202f", "\\u202f"],
+  ["ideographic space", "\u3000", "\\u3000"],
+  ["Ogham space mark", "\u1680", "\\u1680"]
 ]
 
 describe("visibleText", () => {
@@ -36,6 +42,19 @@ describe("visibleText", () => {
       expect(JSON.parse(visibleText(json))).toEqual({ id: `1${char}` })
     })
   }
+
+  it("shows a combining mark with no letter before it (it would sit on the quote mark) as its escape, and leaves one on a letter", () => {
+    expect(visibleText('"\u0301rm"')).toBe('"\\u0301rm"')
+    expect(visibleText('" \u20dd"')).toBe('" \\u20dd"')
+    expect(visibleText("e\u0301 \u0915\u093f")).toBe("e\u0301 \u0915\u093f")
+  })
+
+  it("a page warns when a value holds what it shows escaped, or right-to-left letters (shown in stored order)", () => {
+    expect(needsCareful("pay \u05d0 100 to 200")).toBe(true)
+    expect(needsCareful("\u0627\u0644\u0639\u0631\u0628\u064a\u0629")).toBe(true)
+    expect(needsCareful("a\u00a0b")).toBe(true)
+    expect(needsCareful("plain text, \u65e5\u672c\u8a9e, \u0420\u0443\u0441")).toBe(false)
+  })
 
   it("leaves what is visible as it is: letters of any script, accents, emoji, spaces and the JSON's newlines", () => {
     const text = 'Ünïcödé Ελληνικά Кириллица 日本語 e\u0301 😀 a b\n  "x"'

@@ -5,9 +5,24 @@
  * and U+E0100-E01EF, Mongolian selectors, Hangul fillers U+115F, U+1160, U+3164, U+FFA0, U+17B4-17B5),
  * line and paragraph separators, private-use, unassigned and lone surrogate code points, and two symbols
  * drawn as nothing (U+2800 braille pattern blank, U+1D159 musical null notehead): the characters
- * permission group and account names refuse (src/policy/group-name.ts), and a few more.
+ * permission group and account names refuse (src/policy/group-name.ts), and a few more — every space
+ * but U+0020 (a no-break or hair space reads as a space, or as nothing), U+FFFC (an empty gap), and a
+ * combining mark with no letter before it (it would sit on the quote mark).
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}]/gu
+const HIDDEN =
+  /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Zs}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}\uFFFC]|(?<![\p{L}\p{M}\p{N}])\p{M}/gu
+
+/**
+ * Letters of the right-to-left scripts: a review page shows values character by character in stored
+ * order (`pre[dir=ltr]` overrides the bidirectional algorithm, src/auth/pages/html.ts), since right-to-
+ * left letters would otherwise move the numbers beside them (`pay א 100 to 200` drawn as `pay 100 א to
+ * 200`); a page holding them says so.
+ */
+const RIGHT_TO_LEFT =
+  /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}\p{Script=Hanifi_Rohingya}\p{Script=Yezidi}]/u
+
+/** Whether a review page must warn about `text`: characters it shows escaped, or right-to-left letters. */
+export const needsCareful = (text: string): boolean => visibleText(text) !== text || RIGHT_TO_LEFT.test(text)
 
 /** A character as JSON escapes it: `\uXXXX`, a surrogate pair of them above U+FFFF (`\udb40\udd00`). */
 const escaped = (char: string) => {
@@ -21,4 +36,5 @@ const escaped = (char: string) => {
  * will be used, and a JSON document stays one that parses to the same value (a form saved unchanged
  * stores what it showed). Newlines are the JSON's own layout.
  */
-export const visibleText = (text: string) => text.replace(HIDDEN, (char) => (char === "\n" ? char : escaped(char)))
+export const visibleText = (text: string) =>
+  text.replace(HIDDEN, (char) => (char === "\n" || char === " " ? char : escaped(char)))

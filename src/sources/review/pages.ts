@@ -1,5 +1,5 @@
 import { html, page } from "../../auth/pages/html.js"
-import { visibleText } from "../../auth/pages/visible-text.js"
+import { needsCareful, visibleText } from "../../auth/pages/visible-text.js"
 import {
   type Person,
   type ProposalDetail,
@@ -58,11 +58,7 @@ const valueText = (value: unknown) =>
 const hasHidden = (detail: ProposalDetail) =>
   detail.diff.some(
     (entry) =>
-      visibleText(entry.path) !== entry.path ||
-      [entry.before, entry.after].some((value) => {
-        const text = JSON.stringify(value) ?? ""
-        return visibleText(text) !== text
-      })
+      needsCareful(entry.path) || [entry.before, entry.after].some((value) => needsCareful(JSON.stringify(value) ?? ""))
   )
 
 export interface ProposalActions {
@@ -125,7 +121,7 @@ ${
           html`<tr><th scope="row"><code>${visibleText(entry.path === "" ? "/" : entry.path)}</code></th><td>${valueText(entry.before)}</td><td>${valueText(entry.after)}</td></tr>`
       )}</tbody></table>`
 }
-${hasHidden(detail) ? html`<p class="error" id="hidden-characters" role="alert">The change contains invisible or direction-changing characters (shown as \\uXXXX): read it carefully.</p>` : ""}
+${hasHidden(detail) ? html`<p class="error" id="hidden-characters" role="alert">The change contains invisible or direction-changing characters (shown as \\uXXXX) or right-to-left letters (shown in stored order, left to right): read it carefully.</p>` : ""}
 </section>
 ${
   detail.state === "pending_approval"
