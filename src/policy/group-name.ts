@@ -23,8 +23,8 @@ export const MAX_GROUP_NAME = 200
 // U+2066-U+2069, U+061C, U+FEFF, U+00AD).
 // U+2800 (braille pattern blank) and U+1D159 (musical null notehead) are drawn as nothing too, though
 // Unicode counts them as symbols.
-const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}]/u
-const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}]/gu
+const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/u
+const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/gu
 
 const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
 
@@ -70,7 +70,29 @@ const compatibilityProblem = (name: string): string | undefined => {
  * characters, no word mixing scripts.
  */
 export const groupNameProblem = (name: string): string | undefined =>
-  visibleNameProblem(name) ?? compatibilityProblem(name) ?? mixedScriptProblem(name)
+  visibleNameProblem(name) ??
+  otherSpaceProblem(name) ??
+  compatibilityProblem(name) ??
+  looseMarkProblem(name) ??
+  mixedScriptProblem(name)
+
+/** Spaces but U+0020: a hair or thin space reads as nothing, and splits a word for the script check. */
+const otherSpaceProblem = (name: string): string | undefined => {
+  const found = /[^\S ]/u.exec(name)
+  return found === null ? undefined : `must use plain spaces only (${codePoint(found[0])} at index ${found.index})`
+}
+
+/**
+ * A combining mark left apart from a Latin, Greek or Cyrillic letter once the name is composed (NFC):
+ * `i` with U+0307 draws as `i`, and every accented letter these scripts write has a composed form.
+ * Other scripts write with combining marks (Devanagari vowel signs), so only these three are checked.
+ */
+const looseMarkProblem = (name: string): string | undefined => {
+  const found = /[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}](\p{M})/u.exec(name.normalize("NFC"))
+  return found === null
+    ? undefined
+    : `must not contain a combining mark apart from its letter (${codePoint(found[1]!)} after "${found[0].slice(0, -found[1]!.length)}"): write the letter with its accent`
+}
 
 /**
  * The key two names are compared by: names with equal keys read alike. Invisible characters are
