@@ -118,6 +118,26 @@ describe("two backends exposing original names", () => {
   })
 })
 
+describe("a tool rule naming no tool of its backend", () => {
+  it("is logged once (catalog.rule_unmatched) with the name and whether it marks a write tool; the tool it meant falls to `*`", async () => {
+    const logs = new LogCapture()
+    const gateway = await gatewayWith(
+      [
+        {
+          ...backend("alpha", alpha),
+          tool_rules: [{ tools: ["*"] }, { tools: ["ecHo", "search"], write: true }]
+        }
+      ],
+      logs
+    )
+    const client = await connectClient(gateway.mcpUrl, await gateway.token())
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("alpha__echo")
+    const logged = logs.events("catalog.rule_unmatched")
+    expect(logged).toEqual([expect.objectContaining({ level: "warn", backend: "alpha", tool: "ecHo", write: true })])
+    await client.close()
+  })
+})
+
 describe("naming in the configuration", () => {
   const load = (backends: string) =>
     parseConfig(

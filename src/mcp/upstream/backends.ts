@@ -112,6 +112,35 @@ export const BackendsLive = Layer.scoped(
     const runSync = Runtime.runSync(yield* Effect.runtime<never>())
     // Each collision is logged when it appears (and again if it reappears after being resolved).
     let collisionsLogged = new Set<string>()
+    // A rule naming a tool its backend does not list (a typo, `deIete_note`): the tool it meant falls
+    // to another rule, maybe `*` as a read tool. One warning per backend and name when it appears.
+    let unmatchedLogged = new Set<string>()
+    const warnUnmatchedRules = () => {
+      const unmatched = new Set<string>()
+      for (const slot of slots) {
+        if (slot.catalog === undefined) continue
+        const names = new Set(slot.catalog.tools.map((tool) => tool.name))
+        for (const rule of slot.config.tool_rules) {
+          for (const pattern of rule.tools) {
+            if (pattern.endsWith("*") || names.has(pattern)) continue
+            const key = JSON.stringify([slot.config.id, pattern])
+            unmatched.add(key)
+            if (unmatchedLogged.has(key)) continue
+            runSync(
+              Effect.logWarning("tool rule names no tool of its backend").pipe(
+                Effect.annotateLogs({
+                  event: "catalog.rule_unmatched",
+                  backend: slot.config.id,
+                  tool: pattern,
+                  write: rule.write
+                })
+              )
+            )
+          }
+        }
+      }
+      unmatchedLogged = unmatched
+    }
     const publish = () => {
       index = buildIndex(
         slots.map((slot) => ({ config: slot.config, catalog: slot.catalog })),
@@ -128,6 +157,7 @@ export const BackendsLive = Layer.scoped(
         )
       }
       collisionsLogged = current
+      warnUnmatchedRules()
       for (const listener of listeners) listener()
     }
     yield* Effect.addFinalizer(() =>
