@@ -18,12 +18,26 @@ const routes: ReadonlyArray<Route> = [
 ]
 
 /**
+ * `pathname` as the router matches it: percent-decoded, repeated slashes as one, no trailing slash,
+ * nothing from a `;` on (static segments are then compared ignoring case, as the router does).
+ */
+const routerPath = (pathname: string): string => {
+  let path = pathname.split(";", 1)[0]!.replace(/\/{2,}/g, "/")
+  if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1)
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    return path
+  }
+}
+
+/**
  * The methods the API answers on `pathname`, the most specific routes first as the router picks them
  * (`/identities/groups` is the groups' path, not an identity named "groups"); empty for a path it does
  * not serve. `HEAD` wherever `GET` is.
  */
 export const allowedMethods = (pathname: string): ReadonlyArray<string> => {
-  const parts = pathname.split("/")
+  const parts = routerPath(pathname).split("/")
   let best = -1
   let methods: Array<string> = []
   for (const route of routes) {
@@ -32,7 +46,7 @@ export const allowedMethods = (pathname: string): ReadonlyArray<string> => {
     const matches = route.segments.every((segment, index) => {
       if (segment.startsWith(":")) return parts[index] !== ""
       fixed += 1
-      return segment === parts[index]
+      return segment.toLowerCase() === parts[index]!.toLowerCase()
     })
     if (!matches || fixed < best) continue
     if (fixed > best) {

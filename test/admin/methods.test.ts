@@ -13,7 +13,12 @@ describe("allowedMethods", () => {
     expect(allowedMethods("/api/v1/identities/groups")).toEqual(["POST"])
     expect(allowedMethods("/api/v1/identities/u1")).toEqual(["PUT"])
     expect(allowedMethods("/api/v1/openapi.json")).toEqual(["GET", "HEAD"])
-    for (const path of ["/api/v1/nothing", "/api/v1/backends/", "/api/v1/backends/a/b", "/", ""]) {
+    // As the router reads a path: case, repeated or trailing slashes, percent-encoding, `;` suffixes.
+    for (const path of ["/API/v1/backends", "/api/v1//backends", "/api/v1/backends/", "/api/v1/backends;x"]) {
+      expect(allowedMethods(path), path).toEqual(["GET", "POST", "HEAD"])
+    }
+    expect(allowedMethods("/api/v1/identities/%67roups")).toEqual(["POST"])
+    for (const path of ["/api/v1/nothing", "/api/v1/backends/a/b", "/", ""]) {
       expect(allowedMethods(path), path).toEqual([])
     }
   })
