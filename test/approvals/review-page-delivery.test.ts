@@ -67,3 +67,22 @@ describe("review page: webhook delivery", () => {
     expect(shown).not.toContain("delivery-failing")
   })
 })
+
+describe("review page: people as named", () => {
+  it("shows a requester's and a reviewer's name (from any identity provider) with hidden characters escaped", () => {
+    const vote = { reviewer_name: "Bob\u200b", voted_at: at } as unknown as Parameters<typeof detailPage>[1][number]
+    const shown = text(
+      detailPage(
+        { row: { ...row, client_id: "cli\u2066" }, requester: "Mallory \u202e(nimda)", mine: false },
+        [vote],
+        "{}",
+        actions,
+        undefined
+      )
+    )
+    expect(shown).toContain("Mallory \\u202e(nimda)")
+    expect(shown).toContain("via cli\\u2066")
+    expect(shown).toContain("Bob\\u200b,")
+    expect(shown).not.toMatch(/[\u202e\u2066\u200b]/)
+  })
+})

@@ -43,10 +43,13 @@ describe("visibleText", () => {
     })
   }
 
-  it("shows a combining mark with no letter before it (it would sit on the quote mark) as its escape, and leaves one on a letter", () => {
+  it("shows a combining mark with no letter before it (it would sit on the quote mark), or on a Latin, Greek or Cyrillic letter, as its escape", () => {
     expect(visibleText('"\u0301rm"')).toBe('"\\u0301rm"')
     expect(visibleText('" \u20dd"')).toBe('" \\u20dd"')
-    expect(visibleText("e\u0301 \u0915\u093f")).toBe("e\u0301 \u0915\u093f")
+    // On a Latin, Greek or Cyrillic letter, a mark is shown too (`i` + U+0307 draws as `i`); on a
+    // letter of a script written with marks (Devanagari) it is left as it is.
+    expect(visibleText("admi\u0307n e\u0301")).toBe("admi\\u0307n e\\u0301")
+    expect(visibleText("\u0915\u093f")).toBe("\u0915\u093f")
   })
 
   it("a page warns when a value holds what it shows escaped, or right-to-left letters (shown in stored order)", () => {
@@ -54,10 +57,11 @@ describe("visibleText", () => {
     expect(needsCareful("\u0627\u0644\u0639\u0631\u0628\u064a\u0629")).toBe(true)
     expect(needsCareful("a\u00a0b")).toBe(true)
     expect(needsCareful("plain text, \u65e5\u672c\u8a9e, \u0420\u0443\u0441")).toBe(false)
+    expect(needsCareful("pay \u{10900} 100")).toBe(true)
   })
 
   it("leaves what is visible as it is: letters of any script, accents, emoji, spaces and the JSON's newlines", () => {
-    const text = 'Ünïcödé Ελληνικά Кириллица 日本語 e\u0301 😀 a b\n  "x"'
+    const text = 'Ünïcödé Ελληνικά Кириллица 日本語 \u00e9 😀 a b\n  "x"'
     expect(visibleText(text)).toBe(text)
   })
 })

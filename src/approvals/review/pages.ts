@@ -1,5 +1,5 @@
 import { Html, html, page } from "../../auth/pages/html.js"
-import { needsCareful } from "../../auth/pages/visible-text.js"
+import { needsCareful, visibleText } from "../../auth/pages/visible-text.js"
 import type { ApprovalRow, VoteRow } from "../../store/approvals.js"
 import type { FailingDelivery } from "../../store/notification-deliveries.js"
 
@@ -26,7 +26,7 @@ ${
     : html`<table id="approvals">${items.map(
         (item) => html`<tr><td><a href="/sso/approvals/${item.row.id}"><strong>${item.row.exposed_name}</strong></a>
 ${item.mine ? html` <span class="muted">(your request)</span>` : ""}<br>
-<span class="muted">by ${item.requester} · ${stateLabel(item.row)} · ${item.row.required_approvals === 2 ? "two reviewers" : "one reviewer"}${item.row.require_step_up ? " · step-up" : ""} · expires ${when(item.row.expires_at)}</span></td></tr>`
+<span class="muted">by ${visibleText(item.requester)} · ${stateLabel(item.row)} · ${item.row.required_approvals === 2 ? "two reviewers" : "one reviewer"}${item.row.require_step_up ? " · step-up" : ""} · expires ${when(item.row.expires_at)}</span></td></tr>`
       )}</table>`
 }`
   )
@@ -65,10 +65,10 @@ ${deliveryFailures.map((failing) => html`<p class="error" id="delivery-failing">
 <table id="approval">
 <tr><td>Tool</td><td id="tool"><code>${row.tool}</code> on backend <code>${row.backend}</code></td></tr>
 <tr><td>State</td><td id="state">${stateLabel(row)}</td></tr>
-<tr><td>Requested by</td><td id="requester">${item.requester}${row.client_id === null ? "" : html` <span class="muted">via ${row.client_id}</span>`}</td></tr>
+<tr><td>Requested by</td><td id="requester">${visibleText(item.requester)}${row.client_id === null ? "" : html` <span class="muted">via ${visibleText(row.client_id)}</span>`}</td></tr>
 <tr><td>Needs</td><td id="needs">${row.required_approvals === 2 ? "two distinct reviewers" : "one reviewer"}${row.require_step_up ? ", each after a fresh sign-in with stronger authentication" : ""}</td></tr>
 <tr><td>Risk</td><td id="risk">${row.risk}</td></tr>
-<tr><td>Approvals</td><td id="votes">${votes.length} of ${row.required_approvals}${votes.map((vote) => html`<br><span class="muted">${vote.reviewer_name}, ${when(vote.voted_at)}</span>`)}</td></tr>
+<tr><td>Approvals</td><td id="votes">${votes.length} of ${row.required_approvals}${votes.map((vote) => html`<br><span class="muted">${visibleText(vote.reviewer_name)}, ${when(vote.voted_at)}</span>`)}</td></tr>
 <tr><td>Requested</td><td>${when(row.created_at)}</td></tr>
 <tr><td>${row.state === "approved" ? "Execute by" : "Expires"}</td><td>${when(row.state === "approved" ? row.execute_by : row.expires_at)}</td></tr>
 </table>

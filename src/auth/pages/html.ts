@@ -34,7 +34,7 @@ table{width:100%;border-collapse:collapse}td{padding:.3rem 0;vertical-align:top}
 .qr{margin:1rem 0}.qr svg{display:block;width:12rem;height:12rem}
 a.button{display:inline-block;padding:.5rem 1rem;background:#1d4ed8;color:#fff;border-radius:4px;text-decoration:none}
 pre{white-space:pre-wrap;word-break:break-all;background:#f4f5f7;padding:.6rem;border-radius:4px}
-pre[dir=ltr]{unicode-bidi:bidi-override}
+pre[dir=ltr],code.exact{unicode-bidi:bidi-override}code.exact{white-space:pre-wrap}
 form.inline{display:inline-block;margin-right:.6rem}.notice{background:#e8f5e9;padding:.6rem;border-radius:4px}`
 
 /**

@@ -6,11 +6,13 @@
  * line and paragraph separators, private-use, unassigned and lone surrogate code points, and two symbols
  * drawn as nothing (U+2800 braille pattern blank, U+1D159 musical null notehead): the characters
  * permission group and account names refuse (src/policy/group-name.ts), and a few more — every space
- * but U+0020 (a no-break or hair space reads as a space, or as nothing), U+FFFC (an empty gap), and a
- * combining mark with no letter before it (it would sit on the quote mark).
+ * but U+0020 (a no-break or hair space reads as a space, or as nothing), U+FFFC (an empty gap), a
+ * combining mark with no letter before it (it would sit on the quote mark), and a combining mark on a
+ * Latin, Greek or Cyrillic letter (`i` + U+0307 draws as `i`; those scripts' accented letters are
+ * written composed).
  */
 const HIDDEN =
-  /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Zs}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}\uFFFC]|(?<![\p{L}\p{M}\p{N}])\p{M}/gu
+  /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Zs}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}\uFFFC]|(?<![\p{L}\p{M}\p{N}])\p{M}|(?<=[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]\p{M}*)\p{M}/gu
 
 /**
  * Letters of the right-to-left scripts: a review page shows values character by character in stored
@@ -18,8 +20,9 @@ const HIDDEN =
  * left letters would otherwise move the numbers beside them (`pay א 100 to 200` drawn as `pay 100 א to
  * 200`); a page holding them says so.
  */
-const RIGHT_TO_LEFT =
-  /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}\p{Script=Hanifi_Rohingya}\p{Script=Yezidi}]/u
+// The blocks Unicode reserves for right-to-left scripts (Hebrew to Arabic Extended, their presentation
+// forms, and the supplementary planes' right-to-left ranges: Phoenician, Adlam and the rest).
+const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u
 
 /** Whether a review page must warn about `text`: characters it shows escaped, or right-to-left letters. */
 export const needsCareful = (text: string): boolean => visibleText(text) !== text || RIGHT_TO_LEFT.test(text)

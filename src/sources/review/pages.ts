@@ -58,7 +58,12 @@ const valueText = (value: unknown) =>
 const hasHidden = (detail: ProposalDetail) =>
   detail.diff.some(
     (entry) =>
-      needsCareful(entry.path) || [entry.before, entry.after].some((value) => needsCareful(JSON.stringify(value) ?? ""))
+      needsCareful(entry.path) ||
+      // JSON writes control characters and lone surrogates as escapes itself: those count too.
+      [entry.before, entry.after].some((value) => {
+        const text = JSON.stringify(value) ?? ""
+        return text.includes("\\u") || needsCareful(text)
+      })
   )
 
 export interface ProposalActions {
@@ -118,7 +123,7 @@ ${
 <thead><tr><th scope="col">Field</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>
 <tbody>${detail.diff.map(
         (entry) =>
-          html`<tr><th scope="row"><code>${visibleText(entry.path === "" ? "/" : entry.path)}</code></th><td>${valueText(entry.before)}</td><td>${valueText(entry.after)}</td></tr>`
+          html`<tr><th scope="row"><code class="exact">${visibleText(entry.path === "" ? "/" : entry.path)}</code></th><td>${valueText(entry.before)}</td><td>${valueText(entry.after)}</td></tr>`
       )}</tbody></table>`
 }
 ${hasHidden(detail) ? html`<p class="error" id="hidden-characters" role="alert">The change contains invisible or direction-changing characters (shown as \\uXXXX) or right-to-left letters (shown in stored order, left to right): read it carefully.</p>` : ""}
