@@ -26,6 +26,36 @@ export const MAX_GROUP_NAME = 200
 const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/u
 const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/gu
 
+/**
+ * Joiners a writing system needs, masked before the check for invisible characters: U+200C and U+200D
+ * between letters of a script written with them (Persian `گروه‌ها`, Sinhala `ශ්‍රී`, never Latin, Greek or
+ * Cyrillic), and the emoji presentation selector and joiner within an emoji sequence (`☁️`, `👩‍💻`).
+ */
+const scriptWithJoiners = (char: string) =>
+  /[\p{L}\p{M}]/u.test(char) && !/[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]/u.test(char)
+const pictographic = (char: string) => /\p{Extended_Pictographic}/u.test(char)
+
+/** The character before index `at` (a whole surrogate pair) and the one from `at + 1`. */
+const neighbours = (text: string, at: number) => {
+  const low = text.charCodeAt(at - 1)
+  const start = low >= 0xdc00 && low <= 0xdfff ? at - 2 : at - 1
+  const before = start < 0 ? "" : String.fromCodePoint(text.codePointAt(start)!)
+  const after = at + 1 < text.length ? String.fromCodePoint(text.codePointAt(at + 1)!) : ""
+  return { before, after }
+}
+
+/** `name` with each needed joiner replaced by a letter (same length, so indexes hold). */
+const maskNeededJoiners = (name: string) =>
+  name.replace(/[\u200C\u200D\uFE0F]/g, (joiner, at: number) => {
+    const { before, after } = neighbours(name, at)
+    const needed =
+      joiner === "\uFE0F"
+        ? pictographic(before)
+        : (scriptWithJoiners(before) && scriptWithJoiners(after)) ||
+          (joiner === "\u200D" && (pictographic(before) || before === "\uFE0F") && pictographic(after))
+    return needed ? "j" : joiner
+  })
+
 const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
 
 /**
@@ -36,9 +66,10 @@ export const visibleNameProblem = (name: string): string | undefined => {
   if (name.length === 0) return "must not be empty"
   if (name.length > MAX_GROUP_NAME) return `must be at most ${MAX_GROUP_NAME} characters`
   if (hasControlCharacter(name)) return "must not contain control characters"
-  const found = invisible.exec(name)
+  const found = invisible.exec(maskNeededJoiners(name))
   if (found !== null) {
-    return `must not contain invisible or direction-changing characters (${codePoint(found[0])} at index ${found.index})`
+    const char = String.fromCodePoint(name.codePointAt(found.index)!)
+    return `must not contain invisible or direction-changing characters (${codePoint(char)} at index ${found.index})`
   }
   if (name.trim() !== name) return "must not begin or end with whitespace"
   return undefined
@@ -55,8 +86,9 @@ const compatibilityProblem = (name: string): string | undefined => {
   let index = 0
   for (const char of name) {
     const folded = char.normalize("NFKC")
-    // Spaces of other widths (a no-break space, a thin space) are spaces to the key already.
-    if (folded !== char.normalize("NFC") && !/\s/u.test(char)) {
+    // Letters and letter numbers only: fullwidth punctuation (`研发部（北京）`), `№`, `™` or `CO₂` read
+    // as what they are; spaces of other widths are spaces to the key already.
+    if (folded !== char.normalize("NFC") && /[\p{L}\p{Nl}]/u.test(char)) {
       return `must not contain compatibility characters (${codePoint(char)} at index ${index}; write ${JSON.stringify(folded)})`
     }
     index += char.length
@@ -76,10 +108,14 @@ export const groupNameProblem = (name: string): string | undefined =>
   looseMarkProblem(name) ??
   mixedScriptProblem(name)
 
-/** Spaces but U+0020: a hair or thin space reads as nothing, and splits a word for the script check. */
+/**
+ * Spaces narrower than a space (hair, thin, narrow no-break, Ogham, mathematical): they read as nothing
+ * inside a word. A space, a no-break space and the ideographic space (`営業部　第一課`) are taken; the key
+ * reads each run of them as one space.
+ */
 const otherSpaceProblem = (name: string): string | undefined => {
-  const found = /[^\S ]/u.exec(name)
-  return found === null ? undefined : `must use plain spaces only (${codePoint(found[0])} at index ${found.index})`
+  const found = /[^\S \u00A0\u3000]/u.exec(name)
+  return found === null ? undefined : `must not contain narrow spaces (${codePoint(found[0])} at index ${found.index})`
 }
 
 /**
@@ -106,6 +142,9 @@ export const groupNameKey = (name: string): string =>
     .replace(invisibleAll, "")
     .replace(/\s+/gu, " ")
     .trim()
+    .toUpperCase()
+    .toLowerCase()
+    // Once more: U+1E9E (capital sharp s) lower-cases to `ß`, which only the second round makes `ss`.
     .toUpperCase()
     .toLowerCase()
     .normalize("NFC")

@@ -26,7 +26,20 @@ const named = [
   "Hiragana",
   "Katakana",
   "Bopomofo",
-  "Hangul"
+  "Hangul",
+  "Gujarati",
+  "Gurmukhi",
+  "Tamil",
+  "Telugu",
+  "Kannada",
+  "Malayalam",
+  "Ethiopic",
+  "Cherokee",
+  "Lisu",
+  "Canadian_Aboriginal",
+  "Tifinagh",
+  "Coptic",
+  "Vai"
 ] as const
 type Script = (typeof named)[number] | "other"
 
@@ -57,7 +70,9 @@ const nameOf = (mask: number): string => {
 /** What mixes scripts in `text`, or undefined when each word keeps to one (or to an allowed set). */
 export const mixedScriptProblem = (text: string): string | undefined => {
   let index = 0
-  for (const word of text.split(/(\s+)/u)) {
+  // Words end at whitespace and punctuation (`IT-отдел`, `DevOps/Девопс`): a look-alike made of whole
+  // runs in another script is the whole-script case this check does not claim to catch.
+  for (const word of text.split(/([\s\p{P}]+)/u)) {
     let shared = -1
     let first: { readonly mask: number; readonly char: string } | undefined
     const masks: Array<number> = []

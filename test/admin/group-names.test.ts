@@ -67,13 +67,12 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
           expect(taken.body["error_description"]).toContain('"Admins2"')
         }
         expect((yield* api.post("/api/v1/identities/groups", { name: "Café  Team" })).status).toBe(201)
-        for (const name of ["CAFE\u0301 TEAM", "Café Team"]) {
+        for (const name of ["CAFE\u0301 TEAM", "Café Team", "café\u00a0team"]) {
           expect((yield* api.post("/api/v1/identities/groups", { name })).body["error"], name).toBe("name_taken")
         }
         // Other spaces, an empty-gap symbol, a mark left apart from its letter: each read as the plain name.
         for (const [name, why] of [
-          ["café\u00a0team", "must use plain spaces only (U+00A0 at index 4)"],
-          ["Admini\u200astrators", "must use plain spaces only (U+200A at index 6)"],
+          ["Admini\u200astrators", "must not contain narrow spaces (U+200A at index 6)"],
           ["Administrators\ufffc", "U+FFFC at index 14"],
           ["Admi\u0307nistrators", 'must not contain a combining mark apart from its letter (U+0307 after "i")']
         ] as const) {
@@ -107,8 +106,8 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
         const gateway = yield* oauthGateway({ kind })
         const api = managementApi(gateway, yield* adminToken(gateway))
         const created = (yield* api.post("/api/v1/identities/groups", { name: "DevOps" })).body
-        // As an earlier version could store it: a word of Latin and Cyrillic letters.
-        const oldName = "DevOps/\u0414\u0435\u0432\u043e\u043f\u0441"
+        // As an earlier version could store it: a word of Latin letters and a Cyrillic O.
+        const oldName = "Dev\u041eps"
         yield* inGateway(gateway)(
           Effect.flatMap(
             SqlClient.SqlClient,
@@ -118,7 +117,7 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
         const path = `/api/v1/identities/groups/${String(created["id"])}`
         const kept = yield* api.put(path, { name: oldName, enabled: false }, ifMatch(created))
         expect(kept).toMatchObject({ status: 200, body: { name: oldName, enabled: false } })
-        const renamed = yield* api.put(path, { name: "Ops/\u041e\u043f\u0441" }, ifMatch(kept.body))
+        const renamed = yield* api.put(path, { name: "\u041eps" }, ifMatch(kept.body))
         expect(renamed.status).toBe(400)
         expect(renamed.body["error_description"]).toContain("name: must not mix scripts within a word")
         const compatibility = yield* api.put(path, { name: "\u{1d5a0}dmins" }, ifMatch(kept.body))
