@@ -46,7 +46,7 @@ const neighbours = (text: string, at: number) => {
 
 /** `name` with each needed joiner replaced by a letter (same length, so indexes hold). */
 const maskNeededJoiners = (name: string) =>
-  name.replace(/[\u200C\u200D\uFE0F]/g, (joiner, at: number) => {
+  name.replace(/\u200C|\u200D|\uFE0F/g, (joiner, at: number) => {
     const { before, after } = neighbours(name, at)
     const needed =
       joiner === "\uFE0F"
