@@ -5,12 +5,15 @@ import { mixedScriptProblem } from "./scripts.js"
  * Names of permission groups (docs/access-policy.md, "Group names"). A name is what an administrator
  * reads in listings, effective access and audit events, so two groups must never read alike:
  *
- * - refused outright: control characters, and characters that are invisible or change the direction
- *   of the text around them — Unicode format characters (Cf: zero-width spaces and joiners, bidi
- *   embeddings, overrides and isolates, the BOM, soft hyphen), other default-ignorable code points
- *   (variation selectors, Hangul fillers), line and paragraph separators, lone surrogates —,
- *   whitespace at either end (docs/decisions.md: refused, not trimmed), and a word mixing scripts
- *   (`Αdministrators` with a Greek Alpha; src/policy/scripts.ts);
+ * - refused outright (`visibleNameProblem`, every name people read, display names included): control
+ *   characters, and characters that are invisible or change the direction of the text around them —
+ *   Unicode format characters (Cf: zero-width spaces and joiners, bidi embeddings, overrides and
+ *   isolates, the BOM, soft hyphen), other default-ignorable code points (variation selectors, Hangul
+ *   fillers), line and paragraph separators, lone surrogates, blank symbols — save the joiners a writing
+ *   system needs; and whitespace at either end (docs/decisions.md: refused, not trimmed);
+ * - refused in names that must not pass for another (`groupNameProblem`: group names, user names):
+ *   narrow spaces, compatibility letters (`𝖠`), a combining mark left apart from a Latin, Greek or
+ *   Cyrillic letter, and a word mixing scripts (`Αdministrators` with a Greek Alpha; src/policy/scripts.ts);
  * - compared by a key: NFC-normalized, runs of whitespace as one space, trimmed, case-folded. Two
  *   permission groups may not share a key (`name_taken`); the store keeps it in `groups.name_key`
  *   under a unique index (migration 0015).
