@@ -60,6 +60,13 @@ describe("visibleText", () => {
     expect(needsCareful("pay \u{10900} 100")).toBe(true)
   })
 
+  it("shows stacked marks as escapes, in time linear in their number", () => {
+    expect(visibleText("e\u0301\u0323")).toBe("e\\u0301\\u0323")
+    const many = `a${"\u0301".repeat(200_000)}`
+    const shown = visibleText(many)
+    expect(shown.length).toBe(1 + 6 * 200_000)
+  })
+
   it("leaves what is visible as it is: letters of any script, accents, emoji, spaces and the JSON's newlines", () => {
     const text = 'Ünïcödé Ελληνικά Кириллица 日本語 \u00e9 😀 a b\n  "x"'
     expect(visibleText(text)).toBe(text)
