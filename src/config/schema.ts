@@ -1,4 +1,5 @@
 import { Duration, Schema } from "effect"
+import { codePointLabel } from "../text.js"
 import { DurationFromString } from "./duration.js"
 
 /**
@@ -206,8 +207,7 @@ export const toolPatternProblem = (pattern: string): string | undefined => {
   if (name.length > 128) return "a tool name has at most 128 characters"
   const other = /[^A-Za-z0-9_.-]/u.exec(name)
   if (other === null) return undefined
-  const code = other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
-  return `holds U+${code} at index ${other.index}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
+  return `holds ${codePointLabel(other[0])} at index ${other.index}: MCP tool names have only letters, digits, _, - and . (this pattern would match no tool)`
 }
 
 export const ToolRule = Schema.Struct({

@@ -6,25 +6,16 @@
  *
  * Gone means reparented: the kernel hands a dead process's children to init (or a subreaper) as it
  * exits, while the dead parent itself can linger as a zombie, which `kill(pid, 0)` still finds, until
- * its own parent (a shell that has not waited yet) reaps it.
+ * its own parent (a shell that has not waited yet) reaps it. So `process.ppid` changing is the one
+ * test: a parent's pid cannot be reused while it is still this process's parent.
  */
 export const stopWithParent = (intervalMs = 250): void => {
   const parent = process.ppid
   if (parent <= 1) return
   const timer = setInterval(() => {
-    if (process.ppid === parent && alive(parent)) return
+    if (process.ppid === parent) return
     clearInterval(timer)
     process.kill(process.pid, "SIGTERM")
   }, intervalMs)
   timer.unref()
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: it exists, as another user. Only "no such process" means it is gone.
-    return (error as NodeJS.ErrnoException).code !== "ESRCH"
-  }
 }

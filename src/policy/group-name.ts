@@ -1,4 +1,4 @@
-import { hasControlCharacter } from "../text.js"
+import { codePointLabel as codePoint, hasControlCharacter, INVISIBLE_CLASS } from "../text.js"
 import { mixedScriptProblem } from "./scripts.js"
 
 /**
@@ -21,13 +21,8 @@ import { mixedScriptProblem } from "./scripts.js"
 
 export const MAX_GROUP_NAME = 200
 
-// \p{Default_Ignorable_Code_Point} covers the invisible ones outside Cf (U+034F, U+115F, U+3164,
-// U+FE00-FE0F, U+E0100-E01EF…); Cf the zero-width and bidi controls (U+200B-U+200F, U+202A-U+202E,
-// U+2066-U+2069, U+061C, U+FEFF, U+00AD).
-// U+2800 (braille pattern blank) and U+1D159 (musical null notehead) are drawn as nothing too, though
-// Unicode counts them as symbols.
-const invisible = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/u
-const invisibleAll = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Cs}\u2800\u{1D159}\uFFFC]/gu
+const invisible = new RegExp(`[${INVISIBLE_CLASS}]`, "u")
+const invisibleAll = new RegExp(`[${INVISIBLE_CLASS}]`, "gu")
 
 /**
  * Joiners a writing system needs, masked before the check for invisible characters: U+200C and U+200D
@@ -58,8 +53,6 @@ const maskNeededJoiners = (name: string) =>
           (joiner === "\u200D" && (pictographic(before) || before === "\uFE0F") && pictographic(after))
     return needed ? "j" : joiner
   })
-
-const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
 
 /**
  * What is wrong with `name` as text people read — a display name, or the first checks of a group or user

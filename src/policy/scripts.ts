@@ -1,3 +1,5 @@
+import { codePointLabel } from "../text.js"
+
 /**
  * Mixed scripts in a word (UTS #39 §5.2, "Highly Restrictive"): `Αdministrators` with a Greek Alpha, or
  * `usеrs` with a Cyrillic `е`, reads exactly like the Latin word. A word of a name is written in one
@@ -84,10 +86,9 @@ export const mixedScriptProblem = (text: string): string | undefined => {
         shared &= mask
         const fits = shared !== 0 || together.some((set) => masks.every((each) => (each & set) !== 0))
         if (!fits) {
-          const code = char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")
           return (
             `must not mix scripts within a word (${nameOf(first.mask)} and ${nameOf(mask)} letters: ` +
-            `U+${code} at index ${index}): it would read like another name`
+            `${codePointLabel(char)} at index ${index}): it would read like another name`
           )
         }
       }

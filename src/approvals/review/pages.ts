@@ -1,5 +1,5 @@
 import { Html, html, page } from "../../auth/pages/html.js"
-import { needsCareful, visibleText } from "../../auth/pages/visible-text.js"
+import { shownNeedsCare, visibleText } from "../../auth/pages/visible-text.js"
 import type { ApprovalRow, VoteRow } from "../../store/approvals.js"
 import type { FailingDelivery } from "../../store/notification-deliveries.js"
 
@@ -74,7 +74,7 @@ ${deliveryFailures.map((failing) => html`<p class="error" id="delivery-failing">
 </table>
 <h2>Arguments</h2>
 ${args === undefined ? html`<p class="muted">Not available: it cannot be approved.</p>` : html`<pre id="arguments" dir="ltr">${args}</pre>`}
-${args?.includes("\\u") === true || (args !== undefined && needsCareful(args)) ? html`<p class="error" id="hidden-characters">The arguments contain escapes, invisible or direction-changing characters (shown as \\uXXXX) or right-to-left letters (shown in stored order, left to right): read them carefully.</p>` : ""}
+${args !== undefined && shownNeedsCare(args) ? html`<p class="error" id="hidden-characters">The arguments contain escapes, invisible or direction-changing characters (shown as \\uXXXX) or right-to-left letters (shown in stored order, left to right): read them carefully.</p>` : ""}
 <p class="muted">Intent <code>${row.intent_hash.slice(0, 16)}</code>: your approval counts for exactly these arguments.</p>
 ${actions.approve ? button(row.id, "approve", "Approve", actions.csrf, html`<input type="hidden" name="intent" value="${row.intent_hash}">`) : ""}
 ${actions.stepUpUrl === undefined ? "" : html`<p><a class="button" id="step-up" href="${actions.stepUpUrl}">Confirm with your identity provider to approve</a></p>`}

@@ -1,3 +1,5 @@
+import { INVISIBLE_CLASS } from "../../text.js"
+
 /**
  * Characters that are invisible or reorder what a reviewer reads: controls, format characters (zero-width
  * spaces and joiners, bidirectional embeddings, overrides and isolates, the BOM, soft hyphen), the other
@@ -12,8 +14,10 @@
  * letters are written composed). Each lookbehind reads one character: a value of a million marks costs
  * a million steps, not their square.
  */
-const HIDDEN =
-  /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Zs}\p{Co}\p{Cn}\p{Cs}\u2800\u{1D159}\uFFFC]|(?<![\p{L}\p{M}\p{N}])\p{M}|(?<=[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{M}])\p{M}/gu
+const HIDDEN = new RegExp(
+  String.raw`[\p{Cc}${INVISIBLE_CLASS}\p{Zs}\p{Co}\p{Cn}]|(?<![\p{L}\p{M}\p{N}])\p{M}|(?<=[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{M}])\p{M}`,
+  "gu"
+)
 
 /**
  * Letters of the right-to-left scripts: a review page shows values character by character in stored
@@ -25,8 +29,15 @@ const HIDDEN =
 // forms, and the supplementary planes' right-to-left ranges: Phoenician, Adlam and the rest).
 const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u
 
-/** Whether a review page must warn about `text`: characters it shows escaped, or right-to-left letters. */
-export const needsCareful = (text: string): boolean => visibleText(text) !== text || RIGHT_TO_LEFT.test(text)
+/**
+ * Whether a review page must warn about a value it shows as `shown` (what `visibleText` made of it):
+ * escapes in it — those `visibleText` wrote, and those JSON writes itself for controls and lone
+ * surrogates — or right-to-left letters.
+ */
+export const shownNeedsCare = (shown: string): boolean => shown.includes("\\u") || RIGHT_TO_LEFT.test(shown)
+
+/** Whether a review page must warn about `text` as it will show it (`shownNeedsCare`). */
+export const needsCareful = (text: string): boolean => shownNeedsCare(visibleText(text))
 
 /** A character as JSON escapes it: `\uXXXX`, a surrogate pair of them above U+FFFF (`\udb40\udd00`). */
 const escaped = (char: string) => {

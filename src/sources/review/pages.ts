@@ -58,12 +58,7 @@ const valueText = (value: unknown) =>
 const hasHidden = (detail: ProposalDetail) =>
   detail.diff.some(
     (entry) =>
-      needsCareful(entry.path) ||
-      // JSON writes control characters and lone surrogates as escapes itself: those count too.
-      [entry.before, entry.after].some((value) => {
-        const text = JSON.stringify(value) ?? ""
-        return text.includes("\\u") || needsCareful(text)
-      })
+      needsCareful(entry.path) || [entry.before, entry.after].some((value) => needsCareful(JSON.stringify(value) ?? ""))
   )
 
 export interface ProposalActions {
