@@ -1,4 +1,5 @@
-import { Clock, Effect, Layer, Redacted } from "effect"
+import { HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Layer, type Redacted } from "effect"
 import { clientAddressUnder } from "../auth/client-address.js"
 import { BearerVerifier } from "../bearer/verifier.js"
 import type { GatewayConfig } from "../config/schema.js"
@@ -28,7 +29,9 @@ const refuse = (status: 401 | 403, code: ErrorCode, description: string) =>
  * signature, issuer, expiry, a live session), held by an active user who — now, not only when the token
  * was issued — holds every scope of one of the `allowed` scope sets through a role of a permission group.
  * `roleText` names them in the refusal. The Management API's middlewares and the console's every request
- * call the function this returns; neither derives the decision itself.
+ * call the function this returns with an `Authorization` value (the console: its session's token); neither
+ * derives the decision itself, and both read the header with /mcp's parser (RFC 6750 §2.1: `Bearer`, spaces,
+ * the token), so a header one listener refuses the other refuses too.
  */
 export const adminTokenCheck = (
   allowed: (config: GatewayConfig) => ReadonlyArray<ReadonlyArray<string>>,
@@ -41,9 +44,9 @@ export const adminTokenCheck = (
     const verify = verifier.forResource(adminResource(config), adminResourceMetadata(config))
     const sets = allowed(config)
     const securityLog = yield* SecurityLog
-    return (token: string) =>
+    return (authorization: string | undefined) =>
       Effect.gen(function* () {
-        const caller = yield* verify(token === "" ? undefined : `Bearer ${token}`).pipe(
+        const caller = yield* verify(authorization).pipe(
           Effect.catchAll((refused) =>
             Effect.zipRight(
               refused.code === "invalid_token"
@@ -84,15 +87,19 @@ export const adminCheck = adminTokenCheck(
   "the admin role of a permission group"
 )
 
-/** The bearer middleware over a check: its refusals become the API's error bodies. */
+/**
+ * The bearer middleware over a check: its refusals become the API's error bodies. The token the
+ * platform's bearer security hands over is not used: it is the header with its first seven characters
+ * cut off whatever they were (`Bearer<TAB>…`, `Basic  …` would pass), so the check reads the header itself.
+ */
 const bearerMiddleware = <A, R, RA>(
-  check: Effect.Effect<(token: string) => Effect.Effect<A, AdminRefusal, RA>, never, R>
+  check: Effect.Effect<(authorization: string | undefined) => Effect.Effect<A, AdminRefusal, RA>, never, R>
 ) =>
   Effect.map(check, (authorize) => ({
-    bearer: (token: Redacted.Redacted<string>) =>
-      authorize(Redacted.value(token)).pipe(
-        Effect.catchAll((refused) => apiError(refused.status, refused.code, refused.description))
-      )
+    bearer: (_token: Redacted.Redacted<string>) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        authorize(request.headers["authorization"])
+      ).pipe(Effect.catchAll((refused) => apiError(refused.status, refused.code, refused.description)))
   }))
 
 export const AdminAuthLive = Layer.effect(AdminAuth, bearerMiddleware(adminCheck))

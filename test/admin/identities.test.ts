@@ -18,7 +18,7 @@ const setup = (kind: (typeof storeKinds)[number]) =>
     const gateway = yield* oauthGateway({ kind })
     const totp: { secret?: Uint8Array } = {}
     const token = yield* adminToken(gateway, totp)
-    return { gateway, totp, api: managementApi(gateway, token) }
+    return { gateway, totp, token, api: managementApi(gateway, token) }
   })
 
 const records = (body: Record<string, unknown>, key: "users" | "groups") =>
@@ -42,13 +42,25 @@ const validGroup = {
 describe.each(storeKinds)("Management API: identities (%s)", (kind) => {
   it.scoped("refuses requests without an administrator's token: none 401, a non-administrator's 403", () =>
     Effect.gen(function* () {
-      const { gateway, totp: adminTotp } = yield* setup(kind)
+      const { gateway, totp: adminTotp, token: adminAccess } = yield* setup(kind)
       const anonymous = yield* managementApi(gateway).get("/api/v1/identities")
       expect(anonymous.status).toBe(401)
       expect(anonymous.headers.get("www-authenticate")).toContain("Bearer")
       expect(anonymous.body).toMatchObject({ error: "unauthorized", request_id: expect.any(String) })
       const forged = yield* managementApi(gateway, "not-a-token").get("/api/v1/identities")
       expect(forged).toMatchObject({ status: 401, body: { error: "invalid_token" } })
+      // The header is read as /mcp reads it: `Bearer`, spaces, the token. The administrator's own token
+      // behind any other seven characters is refused, where cutting seven characters off had let it pass.
+      const api = managementApi(gateway)
+      for (const spelling of [`Bearer\t${adminAccess}`, `Basic  ${adminAccess}`, `xxxxxxx${adminAccess}`]) {
+        const answer = yield* api.get("/api/v1/identities", { authorization: spelling })
+        expect(answer, JSON.stringify(spelling.slice(0, 7))).toMatchObject({
+          status: 401,
+          body: { error: "invalid_token", error_description: "The Authorization header is not a bearer token." }
+        })
+      }
+      const lowerCase = yield* api.get("/api/v1/identities", { authorization: `bearer  ${adminAccess}` })
+      expect(lowerCase.status).toBe(200)
 
       // Alice holds no administrative scope: her token for the API carries none and is refused.
       const password = "alice's long passphrase"

@@ -119,7 +119,7 @@ export const makeConsoleApp = Effect.gen(function* () {
             _tag: "Left",
             left: { status: 401, code: "invalid_token", description: "The sign-in has ended." }
           } as const)
-        : yield* Effect.either(check(token))
+        : yield* Effect.either(check(`Bearer ${token}`))
     if (admin._tag === "Left") {
       yield* sessions.end(cookie)
       yield* securityEvent("console.access_refused", {

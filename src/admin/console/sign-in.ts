@@ -40,7 +40,8 @@ export const consoleSettingsOf = (config: GatewayConfig): ConsoleSettings | unde
       }
 
 export type AdminCheck = (
-  token: string
+  /** An `Authorization` header's value: `Bearer <access token>`. */
+  authorization: string | undefined
 ) => Effect.Effect<typeof AdminCaller.Service, AdminRefusal, HttpServerRequest.HttpServerRequest>
 
 /**
@@ -167,7 +168,7 @@ export const signInCallback = (settings: ConsoleSettings, check: AdminCheck) =>
       return yield* again(400, `The sign-in could not be completed: ${exchanged.left.description}`)
     }
     const tokens = exchanged.right
-    const admin = yield* check(tokens.access_token).pipe(Effect.either)
+    const admin = yield* check(`Bearer ${tokens.access_token}`).pipe(Effect.either)
     if (admin._tag === "Left") {
       yield* refused("not_administrator", { error: admin.left.code })
       return yield* again(403, `You signed in, but the console is for administrators: ${admin.left.description}`)
