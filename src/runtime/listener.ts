@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http"
 import { Data, Duration, Effect } from "effect"
 import { errorBodyText, HttpError } from "../http/error-body.js"
+import { repeatedHeader } from "../http/repeated-headers.js"
 import { isMetricsRequest, serveMetrics, serveMetricsOnly } from "../observability/metrics-route.js"
 import type { Generation } from "./build-generation.js"
 import { ConnectionGate, closeIfAnsweredEarly } from "./connection-gate.js"
@@ -50,6 +51,14 @@ const tooManyConnectionsBody = errorBodyText(
     description: "The gateway has too many open connections; try again shortly."
   })
 )
+const repeatedBody = (name: string) =>
+  errorBodyText(
+    new HttpError({
+      status: 400,
+      code: "invalid_request",
+      description: `The request carries the ${name} header more than once; send it once.`
+    })
+  )
 const closingHeaders = { "content-type": "application/json", "cache-control": "no-store", connection: "close" }
 
 /**
@@ -121,6 +130,15 @@ export const makeListener = (
         response.shouldKeepAlive = false
         response.writeHead(503, { ...closingHeaders, "retry-after": "1" })
         response.end(tooManyConnectionsBody)
+        return
+      }
+      const repeated = repeatedHeader(request.rawHeaders)
+      if (repeated !== undefined) {
+        // The body is not read: the connection closes after the answer.
+        const body = repeatedBody(repeated)
+        response.shouldKeepAlive = false
+        response.writeHead(400, { ...closingHeaders, "content-length": String(Buffer.byteLength(body)) })
+        response.end(body)
         return
       }
       closeIfAnsweredEarly(request, response)

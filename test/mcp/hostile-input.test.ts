@@ -4,6 +4,7 @@
  * a backend's own JSON-RPC error reaches the caller with its code and message; an exposed resource URI
  * with dot segments or other ambiguous forms is refused and never forwarded.
  */
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { alphaTools, startBackend, type TestBackend } from "../support/mcp-backends.js"
 import { jsonRpcOf, rawPost } from "../support/mcp-clients.js"
@@ -19,6 +20,7 @@ beforeAll(async () => {
     server.registerTool("noop", {}, async () => ({ content: [] }))
   })
   gateway = await startTestGateway({
+    adminListener: true,
     patch: {
       backends: [
         { id: "alpha", url: alpha.url, allow_insecure_http: true, tool_rules: [{ tools: ["*"] }] },
@@ -42,6 +44,26 @@ const call = async (method: string, params: unknown, headers: Record<string, str
   const text = await response.clone().text()
   return { message: await jsonRpcOf(response), size: text.length }
 }
+
+/**
+ * Sends `head` (header lines, CRLF-joined) and `body` over a fresh socket; the status and body of the
+ * answer, read until the server closes the connection (`Connection: close` or a refusal).
+ */
+const rawExchange = (url: string, head: ReadonlyArray<string>, body: string, method = "POST") =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const { hostname, port, pathname } = new URL(url)
+    const socket = connect(Number(port), hostname)
+    let answer = ""
+    socket.setEncoding("utf8")
+    socket.on("data", (chunk: string) => (answer += chunk))
+    socket.on("error", reject)
+    socket.on("close", () => {
+      const [top = "", ...rest] = answer.split("\r\n\r\n")
+      resolve({ status: Number(top.split(" ")[1]), body: rest.join("\r\n\r\n") })
+    })
+    const lines = [`${method} ${pathname} HTTP/1.1`, ...head, `Content-Length: ${Buffer.byteLength(body)}`, "", body]
+    socket.write(lines.join("\r\n"))
+  })
 
 const errorOf = (message: Record<string, unknown>) => message["error"] as { code: number; message: string } | undefined
 
@@ -144,6 +166,63 @@ describe("hostile input on /mcp", () => {
       })
       expect(readable.status, charset).toBe(200)
     }
+  })
+
+  it("a request repeating a single-valued header (Authorization, Content-Type, Host, Mcp-*) is refused 400 whole", async () => {
+    const { host } = new URL(gateway.mcpUrl)
+    const token = await gateway.token()
+    const body =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}'
+    const head = [
+      `Host: ${host}`,
+      "Content-Type: application/json",
+      "Accept: application/json, text/event-stream",
+      "MCP-Protocol-Version: 2025-11-25",
+      `Authorization: Bearer ${token}`
+    ]
+    const once = await rawExchange(gateway.mcpUrl, [...head, "Connection: close"], body)
+    expect(once.status).toBe(200)
+    // Node kept the first of two and dropped the other, or joined two Mcp-* values: a proxy in front may
+    // have judged the other one.
+    for (const [added, shown] of [
+      [["Content-Type: text/plain; charset=iso-8859-1"], "Content-Type"],
+      [["authorization: Bearer x.y.z"], "Authorization"],
+      [["HOST: internal.example"], "Host"],
+      [["Mcp-Method: tools/call", "mcp-method: tools/list"], "Mcp-Method"],
+      [["Mcp-Name: alpha__echo", "Mcp-Name: alpha__other"], "Mcp-Name"],
+      [["mcp-protocol-version: 2026-07-28"], "Mcp-Protocol-Version"],
+      [["Mcp-Session-Id: a", "Mcp-Session-Id: b"], "Mcp-Session-Id"]
+    ] as const) {
+      const second = added.join(" / ")
+      const answer = await rawExchange(gateway.mcpUrl, [...head, ...added, "Connection: close"], body)
+      expect(answer.status, second).toBe(400)
+      expect(JSON.parse(answer.body), second).toEqual({
+        error: "invalid_request",
+        error_description: `The request carries the ${shown} header more than once; send it once.`
+      })
+    }
+    // Headers that may repeat (Accept, Cookie, X-Forwarded-For) still pass.
+    const repeatable = await rawExchange(
+      gateway.mcpUrl,
+      [
+        ...head,
+        "Accept: application/json",
+        "X-Forwarded-For: 10.0.0.1",
+        "X-Forwarded-For: 10.0.0.2",
+        "Connection: close"
+      ],
+      body
+    )
+    expect(repeatable.status).toBe(200)
+    // Every listener reads headers so: the admin listener (Management API, /metrics) too.
+    const admin = await rawExchange(
+      `${gateway.adminUrl}/api/v1/identities`,
+      [`Host: ${new URL(gateway.adminUrl ?? "").host}`, "Authorization: Bearer a.b.c", "Authorization: Bearer d.e.f"],
+      "",
+      "GET"
+    )
+    expect(admin.status).toBe(400)
+    expect(JSON.parse(admin.body)).toMatchObject({ error: "invalid_request" })
   })
 
   it("a backend's JSON-RPC error reaches the caller with its own code and message", async () => {
