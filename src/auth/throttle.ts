@@ -1,5 +1,6 @@
 import { Clock, Data, Effect } from "effect"
 import { sha256Hex } from "../crypto/hashing.js"
+import { groupNameKey } from "../policy/group-name.js"
 import { addressBucket } from "./client-address.js"
 
 /**
@@ -110,11 +111,14 @@ export interface Attempt {
 }
 
 /**
- * Fixed-size keys: the typed name is NFC lower-cased and hashed, so a long name costs no more memory
- * than a short one (names over 256 characters never get here, see `MAX_USERNAME_LENGTH`).
+ * Fixed-size keys: the typed name is keyed as sign-in looks accounts up (`groupNameKey`: invisible
+ * characters dropped, spaces collapsed and trimmed, full case folding), so every spelling that reaches
+ * one account — `bob`, ` bob`, `b\u200Bob`, `BOB\u00AD` — counts in one window, then hashed, so a long
+ * name costs no more memory than a short one (names over 256 characters never get here, see
+ * `MAX_USERNAME_LENGTH`).
  */
 export const throttleKeys = (username: string, address: string) => {
-  const account = sha256Hex(`account\n${username.normalize("NFC").toLowerCase()}`)
+  const account = sha256Hex(`account\n${groupNameKey(username)}`)
   const bucket = addressBucket(address)
   return { account, address: bucket, accountAtAddress: sha256Hex(`pair\n${account}\n${bucket}`) }
 }

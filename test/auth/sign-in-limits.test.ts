@@ -155,6 +155,24 @@ describe("sign-in limits over HTTP", () => {
     })
   )
 
+  it.scoped("a name spelled otherwise (spaces, invisible characters, case) is the same account to the limit", () =>
+    Effect.gen(function* () {
+      const gateway = yield* oauthGateway()
+      const browser = new Browser(gateway.baseUrl)
+      const fields = yield* signInForm(browser)
+      const post = (username: string, password: string) =>
+        promise(() => browser.post("/sso/login/local", { ...fields, username, password }))
+      // Each spelling signs in as the administrator, so each failure counts against that one account.
+      const spellings = ["admin", " admin", "admin ", "ad\u200bmin", "ADMIN\u00ad"]
+      for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) {
+        expect((yield* post(spellings[index % spellings.length]!, "guess")).status).toBe(401)
+      }
+      for (const spelling of [...spellings, "admin\ufe0f"]) {
+        expect((yield* post(spelling, ADMIN_PASSWORD)).status, JSON.stringify(spelling)).toBe(429)
+      }
+    })
+  )
+
   it.scoped("without trusted proxies X-Forwarded-For is ignored: it cannot dodge the limit", () =>
     Effect.gen(function* () {
       const gateway = yield* oauthGateway()

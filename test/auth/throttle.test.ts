@@ -135,6 +135,14 @@ describe("LoginThrottle", () => {
     expect([short.account.length, short.accountAtAddress.length]).toEqual([64, 64])
     expect(throttleKeys("ADMIN", "192.0.2.1")).toEqual(throttleKeys("admin", "192.0.2.1"))
   })
+
+  it("every spelling that signs in as one account counts in one window (the account lookup's key)", () => {
+    const bob = throttleKeys("bob", "192.0.2.1")
+    for (const spelling of [" bob", "bob ", "bob  ", "b\u200bob", "BOB\u00ad", "bob\ufe0f", "Bob\u2060"]) {
+      expect(throttleKeys(spelling, "192.0.2.1"), JSON.stringify(spelling)).toEqual(bob)
+    }
+    expect(throttleKeys("bobb", "192.0.2.1").account).not.toBe(bob.account)
+  })
 })
 
 describe("failure windows at their key limit", () => {
