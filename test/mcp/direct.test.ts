@@ -245,6 +245,16 @@ beforeAll(async () => {
       { inputSchema: z.object({ region: z.string().meta({ "x-mcp-header": "Region" }), q: z.string() }) },
       async ({ region, q }) => ({ content: [{ type: "text", text: `${region}:${q}` }] })
     )
+    // A hostile backend: an output schema whose pattern backtracks, and a result that makes it (the
+    // pattern is only in the listed schema: this backend's SDK checks the result with zod, without it).
+    server.registerTool(
+      "shape",
+      {
+        inputSchema: z.object({ region: z.string().meta({ "x-mcp-header": "Region" }) }),
+        outputSchema: z.object({ s: z.string().meta({ pattern: "^(a+)+$" }) })
+      },
+      async () => ({ content: [], structuredContent: { s: `${"a".repeat(30)}!` } })
+    )
   })
   const backends = [alpha, regional].map((backend, at) => ({
     id: at === 0 ? "alpha" : "regional",
@@ -394,6 +404,19 @@ describe("the direct path through the gateway", () => {
     const sent = regional.requests.findLast((request) => request.body.includes('"tools/call"'))
     expect(sent?.headers["mcp-param-region"]).toBe("eu-west")
     expect(typeof JSON.parse(sent!.body).id).toBe("number")
+    await client.close()
+  })
+
+  it("a backend's output schema is checked in linear time: a backtracking pattern cannot hold the gateway", async () => {
+    const client = await connectClient(gateway.mcpUrl, await gateway.token())
+    // 30 `a` and a `!` against ^(a+)+$ cost JavaScript's engine about 7 s, RE2 microseconds.
+    const started = performance.now()
+    const refused = await client.callTool({ name: "regional__shape", arguments: { region: "eu-west" } }).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+    expect(String(refused)).toContain("Structured content does not match the tool's output schema")
+    expect(performance.now() - started).toBeLessThan(2_000)
     await client.close()
   })
 

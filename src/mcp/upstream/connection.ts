@@ -12,6 +12,7 @@ import {
   maxBackendAnswer
 } from "./channel.js"
 import { makeBackendFetch } from "./fetch.js"
+import { backendOutputValidator } from "./output-schemas.js"
 
 export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
   readonly backend: string
@@ -52,7 +53,9 @@ export const connectBackend = (
         listMaxPages: 1000,
         // The gateway relays no input requests (sampling, elicitation) to backends: an `input_required`
         // result surfaces as an error the caller is told about (docs/mcp.md).
-        inputRequired: { autoFulfill: false }
+        inputRequired: { autoFulfill: false },
+        // Output schemas are a backend's: their patterns run in linear time (src/json-schema.ts).
+        jsonSchemaValidator: backendOutputValidator
       })
       const session = (): BackendSession | undefined => {
         const protocolVersion = client.getNegotiatedProtocolVersion()

@@ -84,6 +84,14 @@ describe("checkHttpTool", () => {
         spec({ input_schema: { $schema: "http://json-schema.org/draft-04/schema#", type: "object" } })
       )
     ).toEqual([{ pointer: "/input_schema", message: expect.stringContaining("draft 2020-12 or draft-07") }])
+    // Patterns are RE2 (linear time): a lookahead is refused where the tool is written, with RE2's reason.
+    const lookahead = { type: "object", properties: { id: { type: "string", pattern: "^(?=x)x$" } } }
+    expect(checkHttpTool(secure, spec({ input_schema: lookahead }))).toEqual([
+      {
+        pointer: "/input_schema",
+        message: expect.stringMatching(/^pattern "\^\(\?=x\)x\$" is not supported: .*no lookaround, no backreference\)$/)
+      }
+    ])
     expect(checkHttpTool(secure, spec({ url: "https://api.example.test/x", input_schema: { type: "array" } }))).toEqual(
       [{ pointer: "/input_schema/type", message: 'must be "object"' }]
     )

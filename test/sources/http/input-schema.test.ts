@@ -3,12 +3,8 @@
  * a bounded cache, two tools may share a `$id`, and errors name the argument's path, never its value.
  */
 import { describe, expect, it } from "vitest"
-import {
-  compiledCount,
-  compileInputSchema,
-  describeError,
-  maxCompiled
-} from "../../../src/sources/http/input-schema.js"
+import { compiledCount, maxCompiled } from "../../../src/json-schema.js"
+import { compileInputSchema, describeError } from "../../../src/sources/http/input-schema.js"
 
 describe("input schemas", () => {
   it("the same schema text is compiled once, whatever object carries it", () => {
@@ -40,5 +36,44 @@ describe("input schemas", () => {
     const message = describeError(compiled.validate.errors)
     expect(message).toBe("argument /a~1b/c~0d: must NOT have more than 3 characters")
     expect(message).not.toContain("secret-value")
+  })
+
+  it("patterns run in linear time: a backtracking pattern against a hostile string answers at once", () => {
+    // 30 `a` and a `!` cost JavaScript's engine about 7 s of backtracking (twice that per `a` more), RE2
+    // microseconds: the bound below is three orders of magnitude from either, not a speed target.
+    const started = performance.now()
+    const hostile = `${"a".repeat(30)}!`
+    for (const schema of [
+      { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } },
+      { type: "object", patternProperties: { "^(a+)+$": { type: "string" } }, additionalProperties: false },
+      { type: "object", propertyNames: { pattern: "^(a+)+$" } }
+    ]) {
+      const compiled = compileInputSchema(schema)
+      if (!compiled.ok) throw new Error(compiled.message)
+      const args = "properties" in schema ? { s: hostile } : { [hostile]: "x" }
+      expect(compiled.validate(args), JSON.stringify(schema)).toBe(false)
+      expect(compiled.validate("properties" in schema ? { s: "aaa" } : { aaa: "x" })).toBe(true)
+    }
+    expect(performance.now() - started).toBeLessThan(1_000)
+  })
+
+  it("patterns are RE2: JavaScript escapes are translated, lookaround and backreferences do not compile", () => {
+    const accented = compileInputSchema({ type: "string", pattern: "^caf\\u00e9$" })
+    if (!accented.ok) throw new Error(accented.message)
+    expect([accented.validate("café"), accented.validate("cafe")]).toEqual([true, false])
+    const named = compileInputSchema({ type: "string", pattern: "^(?<year>[0-9]{4})-[0-9]{2}$" })
+    expect(named.ok && named.validate("2026-11")).toBe(true)
+    // Each schema is checked against its own pattern, however many one engine has compiled.
+    const [a, b] = ["^a$", "^b$"].map((pattern) => compileInputSchema({ type: "string", pattern }))
+    expect(a?.ok && [a.validate("a"), a.validate("b")]).toEqual([true, false])
+    expect(b?.ok && [b.validate("a"), b.validate("b")]).toEqual([false, true])
+    for (const pattern of ["^(?=a)a$", "^(a)\\1$", "(?<!x)y"]) {
+      const refused = compileInputSchema({ type: "string", pattern })
+      expect(refused.ok, pattern).toBe(false)
+      if (!refused.ok) {
+        expect(refused.message).toContain(`pattern ${JSON.stringify(pattern)} is not supported`)
+        expect(refused.message).toContain("no lookaround, no backreference")
+      }
+    }
   })
 })
