@@ -1,8 +1,10 @@
-import { Duration } from "effect"
+import { Duration, Redacted } from "effect"
+import { bearerTokenSyntax, headerName, headerValue } from "../http/header-syntax.js"
 import { requireHttpsUnlessLoopback } from "./address.js"
 import { type Rule, rule, when } from "./cross-field-rule.js"
 import { formatPath } from "./path.js"
 import { problem } from "./problem.js"
+import type { BackendConfig } from "./schema.js"
 import type { ConfigProblem } from "./service.js"
 
 export const backendIdsUnique = rule("backendIdsUnique", ["backends"], ({ backends }) => {
@@ -116,7 +118,6 @@ const managedHeaders = new Set([
   "mcp-protocol-version",
   "mcp-session-id"
 ])
-const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 export const backendHeadersAllowed = rule("backendHeadersAllowed", ["backends"], ({ backends }) =>
   backends.flatMap((backend, index) =>
@@ -130,8 +131,57 @@ export const backendHeadersAllowed = rule("backendHeadersAllowed", ["backends"],
       if (lower === "authorization" && (backend.credentials !== undefined || backend.oauth !== undefined)) {
         return [problem(path, "conflicts with credentials/oauth, which set Authorization")]
       }
+      // Never the value in the message: it is often a secret, and may come from the environment.
+      if (!headerValue.test(backend.headers[name] ?? "")) {
+        return [problem(path, "the value must be printable ASCII, without CR, LF or NUL")]
+      }
       return []
     })
+  )
+)
+
+/** A control character (RFC 7617 §2: neither a Basic user-id nor a password may hold one). */
+const controlCharacter = /\p{Cc}/u
+
+/**
+ * Credentials become an `Authorization` header: a bearer token must be one (RFC 6750 b64token), so a
+ * newline from the environment fails where the configuration is read, not in every connection attempt
+ * with the value in its error (which the log would have shown); Basic credentials hold no control
+ * character and the user-id no `:`. A backend's and an HTTP endpoint's (src/sources/checks.ts) alike;
+ * the messages never hold the value.
+ */
+export const credentialProblems = (
+  credentials: BackendConfig["credentials"]
+): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+  if (credentials?.type === "bearer") {
+    return bearerTokenSyntax.test(Redacted.value(credentials.token))
+      ? []
+      : [
+          {
+            field: "token",
+            message: "must be a bearer token: letters, digits and - . _ ~ + /, then any = (no spaces, CR or LF)"
+          }
+        ]
+  }
+  if (credentials?.type === "basic") {
+    return [
+      ...(controlCharacter.test(credentials.username) || credentials.username.includes(":")
+        ? [{ field: "username", message: "must not contain a control character or a colon" }]
+        : []),
+      ...(controlCharacter.test(Redacted.value(credentials.password))
+        ? [{ field: "password", message: "must not contain a control character (CR, LF, tab, NUL, …)" }]
+        : [])
+    ]
+  }
+  return []
+}
+
+export const backendCredentialsSendable = rule("backendCredentialsSendable", ["backends"], ({ backends }) =>
+  backends.flatMap(
+    (backend, index): ReadonlyArray<ConfigProblem> =>
+      credentialProblems(backend.credentials).map((each) =>
+        problem(`backends[${index}].credentials.${each.field}`, each.message)
+      )
   )
 )
 
@@ -151,5 +201,6 @@ export const backendRules: ReadonlyArray<Rule> = [
   backendTimeoutsPositive,
   toolPatternsUnique,
   backendHeadersAllowed,
+  backendCredentialsSendable,
   catalogRefreshPositive
 ]

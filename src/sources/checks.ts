@@ -1,4 +1,5 @@
 import { Redacted } from "effect"
+import { credentialProblems } from "../config/backend-rules.js"
 import { toolPatternProblem } from "../config/schema.js"
 import type { LoadedConfig } from "../config/service.js"
 import { backendProblems } from "./compose.js"
@@ -36,6 +37,7 @@ const kindProblems = (
     case "http_tool":
       return [
         ...headerProblems(source.value.headers),
+        ...credentialProblems(source.value.credentials).map((each) => `/credentials/${each.field}: ${each.message}`),
         ...checkHttpTool(source.value, source.value.tool).map(
           (problem) => `/tool${problem.pointer}: ${problem.message}`
         )
@@ -43,6 +45,7 @@ const kindProblems = (
     case "openapi_import":
       return [
         ...headerProblems(source.value.headers),
+        ...credentialProblems(source.value.credentials).map((each) => `/credentials/${each.field}: ${each.message}`),
         ...source.value.tools.flatMap((tool, index) =>
           checkHttpTool(source.value, tool).map((problem) => `/tools/${index}${problem.pointer}: ${problem.message}`)
         )

@@ -226,6 +226,23 @@ describe.each(storeKinds)("Management API: tool sources (%s)", (kind) => {
       expect(problem(framing)).toContain("/headers/Content-Length: content-length is set by the gateway")
       expect(problem(framing)).toContain("/headers/X-Key: the value must be printable ASCII")
       expect(JSON.stringify(framing.body)).not.toContain("Injected")
+      // …and its credentials become a header: a bearer token with a newline is refused, never echoed.
+      const credentials = yield* api.post("/api/v1/http-tools", {
+        id: "weather",
+        credentials: { type: "bearer", token: "abc\nInjected: yes" },
+        tool: { name: "forecast", method: "GET", url: "https://api.example.com/forecast/{city}" }
+      })
+      expect(credentials.status).toBe(400)
+      expect(problem(credentials)).toContain("/credentials/token: must be a bearer token")
+      expect(JSON.stringify(credentials.body)).not.toContain("Injected")
+      // A managed backend's the same, by the YAML's rule.
+      const backendToken = yield* api.post("/api/v1/backends", {
+        id: "beta",
+        url: "https://beta.example.com/mcp",
+        credentials: { type: "basic", username: "svc", password: "pa\r\nss" }
+      })
+      expect(backendToken.status).toBe(400)
+      expect(problem(backendToken)).toContain("credentials.password: must not contain a control character")
       // OpenAPI imports: up to 32 MiB on that route only; the document goes to the importer, whose
       // refusal names the place at fault; derived keys cannot be sent.
       const document = {

@@ -514,6 +514,37 @@ describe("cross-field rules (docs/configuration.md)", () => {
     ])
   })
 
+  it("header values and credentials can be sent: no CR, LF or other control, never echoed", () => {
+    const secret = "line1-SECRET7\nline2"
+    expect(
+      run(backends.backendHeadersAllowed, { backends: [backend({ headers: { "X-Key": secret, "X-Ok": "a\tb" } })] })
+    ).toEqual(["backends[0].headers.X-Key: the value must be printable ASCII, without CR, LF or NUL"])
+    const credentials = [
+      { type: "bearer", token: secret },
+      { type: "bearer", token: "has space" },
+      { type: "basic", username: "a:b", password: secret },
+      { type: "basic", username: "ok", password: "tab\there" }
+    ]
+    const problems = credentials.flatMap((each) =>
+      run(backends.backendCredentialsSendable, { backends: [backend({ credentials: each })] })
+    )
+    expect(problems).toEqual([
+      "backends[0].credentials.token: must be a bearer token: letters, digits and - . _ ~ + /, then any = (no spaces, CR or LF)",
+      "backends[0].credentials.token: must be a bearer token: letters, digits and - . _ ~ + /, then any = (no spaces, CR or LF)",
+      "backends[0].credentials.username: must not contain a control character or a colon",
+      "backends[0].credentials.password: must not contain a control character (CR, LF, tab, NUL, …)",
+      "backends[0].credentials.password: must not contain a control character (CR, LF, tab, NUL, …)"
+    ])
+    expect(problems.join("\n")).not.toContain("SECRET7")
+    const fine = [
+      { type: "bearer", token: "eyJhbGciOi.abc-_~+/==" },
+      { type: "basic", username: "svc", password: "pässword with spaces" }
+    ]
+    for (const each of fine) {
+      expect(run(backends.backendCredentialsSendable, { backends: [backend({ credentials: each })] })).toEqual([])
+    }
+  })
+
   it("backend URLs use https unless allow_insecure_http is true", () => {
     expect(run(backends.backendUrlsSecure, { backends: [backend({ url: "http://a.example.com/mcp" })] })).toEqual([
       "backends[0].url: must use https (set allow_insecure_http: true to allow plain http)"

@@ -1,13 +1,14 @@
 import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/client"
 import { Redacted, Schema } from "effect"
 import type { BackendConfig } from "../../config/schema.js"
+import { bearerTokenSyntax } from "../../http/header-syntax.js"
 import type { TokenSource } from "./auth.js"
 
 type OAuthSettings = NonNullable<BackendConfig["oauth"]>
 
 const TokenResponse = Schema.Struct({
   // RFC 6750 b64token characters, so the token can only ever be a well-formed Authorization header.
-  access_token: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9\-._~+/]+=*$/)),
+  access_token: Schema.String.pipe(Schema.pattern(bearerTokenSyntax)),
   token_type: Schema.String,
   expires_in: Schema.optional(Schema.Number.pipe(Schema.positive()))
 })

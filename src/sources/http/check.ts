@@ -1,5 +1,6 @@
+import { headerName, headerValue } from "../../http/header-syntax.js"
 import type { HttpEndpoint, HttpToolSpec } from "../schema.js"
-import { framingHeaders, headerName, headerValue, reservedHeaders } from "./headers.js"
+import { framingHeaders, reservedHeaders } from "./headers.js"
 import { compileInputSchema } from "./input-schema.js"
 import { pointerTokens } from "./pointer.js"
 import { parseTemplate, templateArguments } from "./template.js"

@@ -20,9 +20,3 @@ export const reservedHeaders = new Set([
   "cookie",
   "content-type"
 ])
-
-/** An HTTP header name (RFC 9110 token). */
-export const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/
-
-/** A header value the gateway sends: printable ASCII and tabs (no CR, LF, NUL or other control). */
-export const headerValue = /^[\t\x20-\x7E]*$/

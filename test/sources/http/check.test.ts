@@ -89,7 +89,9 @@ describe("checkHttpTool", () => {
     expect(checkHttpTool(secure, spec({ input_schema: lookahead }))).toEqual([
       {
         pointer: "/input_schema",
-        message: expect.stringMatching(/^pattern "\^\(\?=x\)x\$" is not supported: .*no lookaround, no backreference\)$/)
+        message: expect.stringMatching(
+          /^pattern "\^\(\?=x\)x\$" is not supported: .*no lookaround, no backreference\)$/
+        )
       }
     ])
     expect(checkHttpTool(secure, spec({ url: "https://api.example.test/x", input_schema: { type: "array" } }))).toEqual(
