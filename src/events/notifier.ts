@@ -3,6 +3,7 @@ import { approvalUrlOf } from "../approvals/answers.js"
 import { readCaBundle } from "../bearer/external-jwks-fetch.js"
 import type { GatewayConfig } from "../config/schema.js"
 import { ApprovalEventRepo, type ApprovalEventRow } from "../store/approval-events.js"
+import { storeFailureOr } from "../store/health.js"
 import { type FailingDelivery, NotificationDeliveryRepo } from "../store/notification-deliveries.js"
 import { version } from "../version.js"
 import type { DeliveryReport } from "./delivery-status.js"
@@ -195,10 +196,19 @@ const deliver = (settings: NotifierSettings, startAfter: number) =>
       }
       yield* flush
     })
-    // A store error (the database restarting, say) is logged and the round tried again shortly.
+    // A failed round is tried again shortly: for lack of the store (the database restarting, say) it
+    // counts in the store's outage; anything else is logged with its cause.
     return yield* round.pipe(
       Effect.catchAllCause((cause) =>
-        Effect.zipRight(Effect.logWarning("approval webhook delivery failed", cause), Effect.sleep(FIRST_RETRY_MS))
+        Effect.zipRight(
+          storeFailureOr(
+            cause,
+            Effect.logWarning("notification.worker_failed", cause).pipe(
+              Effect.annotateLogs({ event: "notification.worker_failed" })
+            )
+          ),
+          Effect.sleep(FIRST_RETRY_MS)
+        )
       ),
       Effect.forever
     )

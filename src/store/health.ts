@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Duration, Effect, Exit, Queue } from "effect"
+import { type Cause, Clock, Duration, Effect, Exit, Option, Queue } from "effect"
 import { unavailableCause } from "./unavailable.js"
 
 /** While the store answers, the background check runs this often (readiness notices an idle outage). */
@@ -10,6 +10,13 @@ export const CHECK_EVERY_OUTAGE = Duration.millis(100)
 export const CHECK_TIMEOUT = Duration.seconds(2)
 /** During an outage, at most one `store.unavailable` line per this interval (docs/operations.md, "Logs"). */
 export const OUTAGE_LOG_INTERVAL = Duration.seconds(30)
+/**
+ * An outage a request's failure reported ends no sooner than this after the last such failure: the
+ * check only reads, so a store that reads but cannot write (a full disk) would otherwise end each
+ * failed write's outage at the next check, 100 ms later — a pair of lines per write, and readiness back
+ * while every write still fails.
+ */
+export const RECOVERY_QUIET = Duration.seconds(5)
 
 interface Outage {
   readonly since: number
@@ -21,6 +28,8 @@ interface Outage {
   loggedAt: number
   /** `failures` when the last check ended: the outage ends only at a check with none since. */
   failuresAtCheck: number
+  /** When a request (not the check) last reported a failure: the outage lasts `RECOVERY_QUIET` past it. */
+  requestFailedAt: number | undefined
 }
 
 /**
@@ -31,8 +40,9 @@ interface Outage {
  *
  * An outage writes one `store.unavailable` line when it starts (with its reason), at most one more per
  * `OUTAGE_LOG_INTERVAL` with the failures not logged, and one `store.recovered` line when it ends (with
- * its duration): it ends at the first successful check with no failure reported since the check before,
- * so a store that still reads but no longer writes (a full disk) stays one outage while requests fail.
+ * its duration): it ends at the first successful check with no failure reported since the check before
+ * and none by a request for `RECOVERY_QUIET`, so a store that still reads but no longer writes (a full
+ * disk) stays one outage, and out of readiness, while requests fail.
  * Process-wide, like the store.
  */
 export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHealth", {
@@ -47,15 +57,17 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
         Effect.annotateLogs({ event: message, ...fields })
       )
 
-    /** A failure for lack of the store: starts an outage, or counts in the current one. */
-    const failed = (reason: string) =>
+    /** A failure for lack of the store (a request's, unless `byCheck`): starts an outage, or counts in the current one. */
+    const failed = (reason: string, byCheck = false) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const requestFailedAt = byCheck ? undefined : now
         if (outage === undefined) {
-          outage = { since: now, reason, failures: 1, notLogged: 0, loggedAt: now, failuresAtCheck: 0 }
+          outage = { since: now, reason, failures: 1, notLogged: 0, loggedAt: now, failuresAtCheck: 0, requestFailedAt }
           Queue.unsafeOffer(wake, true)
           return line("store.unavailable", { reason })
         }
         const current = outage
+        current.requestFailedAt = requestFailedAt ?? current.requestFailedAt
         current.failures += 1
         current.reason = reason
         if (now - current.loggedAt < Duration.toMillis(OUTAGE_LOG_INTERVAL)) {
@@ -74,8 +86,11 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
 
     const answered = Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const current = outage
-      // A failure reported since the previous check ended keeps the outage open.
+      // A failure reported since the previous check ended keeps the outage open, and so does a recent
+      // request's failure: the check reads, and the request may have failed to write.
       if (current === undefined || current.failures > current.failuresAtCheck) return Effect.void
+      if (current.requestFailedAt !== undefined && now - current.requestFailedAt < Duration.toMillis(RECOVERY_QUIET))
+        return Effect.void
       outage = undefined
       return line("store.recovered", {
         reason: current.reason,
@@ -91,7 +106,7 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
         Effect.exit
       )
       if (Exit.isSuccess(exit)) yield* answered
-      else yield* failed(unavailableCause(exit.cause) ?? "check failed")
+      else yield* failed(unavailableCause(exit.cause) ?? "check failed", true)
       if (outage !== undefined) outage.failuresAtCheck = outage.failures
     })
 
@@ -113,7 +128,7 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
     yield* pause.pipe(Effect.zipRight(check), Effect.forever, Effect.forkScoped)
 
     return {
-      failed,
+      failed: (reason: string) => failed(reason),
       /**
        * For background work (maintenance ticks): a failure for lack of the store counts in the outage
        * instead of writing its own line with a stack trace; any other failure is `otherwise`'s.
@@ -129,3 +144,13 @@ export class StoreHealth extends Effect.Service<StoreHealth>()("gateway/StoreHea
     } as const
   })
 }) {}
+
+/**
+ * For background workers (webhook delivery, the audit archive): a failure for lack of the store counts
+ * in the store's outage (one `store.unavailable` line, not one line with a stack trace per retry);
+ * any other failure is `otherwise`'s. Without a StoreHealth (a test of the worker alone), `otherwise`.
+ */
+export const storeFailureOr = (cause: Cause.Cause<unknown>, otherwise: Effect.Effect<void>) =>
+  Effect.flatMap(Effect.serviceOption(StoreHealth), (health) =>
+    Option.isSome(health) ? health.value.failedOr(cause, otherwise) : otherwise
+  )

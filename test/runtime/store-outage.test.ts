@@ -4,11 +4,18 @@
  * store answers `503 store_unavailable` with `Retry-After`, the outage writes one line when it starts and
  * one when it ends (no line per request, no stack trace), `/readyz` names the store, a refresh token
  * presented during the outage still works afterwards, and calls succeed again soon after the database
- * answers. The figures are printed (the lead's report quotes them).
+ * answers. The figures are printed (the lead's report quotes them). Webhooks and the audit archive are
+ * on: their workers, polling the store every second, count in the outage too instead of logging each
+ * failed pass with a stack trace.
  */
+
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newArchiveKeyText } from "../support/archive-file.js"
+import { type ArchiveReceiver, startArchiveReceiver } from "../support/archive-receiver.js"
 import { freePort, type GatewayProcess, newConfigKey, startGateway } from "../support/gateway-process.js"
 import { runGateway } from "../support/oauth-cli.js"
 import {
@@ -22,6 +29,7 @@ import {
 } from "../support/oauth-client.js"
 import { ADMIN_PASSWORD } from "../support/oauth-gateway.js"
 import { type PrivatePostgres, privatePostgres } from "../support/private-postgres.js"
+import { makeTestCa } from "../support/test-ca.js"
 
 const PASSWORD = "pg-secret-never-logged"
 const OUTAGE_MS = 6_000
@@ -30,10 +38,16 @@ const CALLERS = 8
 let pg: PrivatePostgres
 let gateway: GatewayProcess
 let adminUrl: string
-const env = { GATEWAY_CONFIG_KEY: newConfigKey() }
+let receiver: ArchiveReceiver
+const ca = makeTestCa()
+const archiveKey = newArchiveKeyText()
+const env = { GATEWAY_CONFIG_KEY: newConfigKey(), AUDIT_KEY: archiveKey, WEBHOOK_SECRET: "webhook-secret-never-logged-0123456789abcdef" }
 
 beforeAll(async () => {
   pg = await privatePostgres()
+  receiver = await startArchiveReceiver(ca, join(tmpdir(), `store-outage-${process.pid}.jsonl`), {
+    outage: Buffer.from(archiveKey, "base64").subarray(32).toString("base64")
+  })
   const port = await freePort()
   const adminPort = await freePort()
   adminUrl = `http://127.0.0.1:${adminPort}`
@@ -50,7 +64,11 @@ beforeAll(async () => {
         `      - { id: cli, redirect_uris: ["http://127.0.0.1/callback"], resources: ["http://127.0.0.1:${port}/mcp"] }`,
         `      - { id: admin-cli, redirect_uris: ["http://127.0.0.1/callback"], resources: ["${adminUrl}"] }`,
         `storage: { type: postgres, url: "${pg.url(PASSWORD)}" }`,
-        `admin: { listen: "127.0.0.1:${adminPort}" }`,
+        "admin:",
+        `  listen: "127.0.0.1:${adminPort}"`,
+        "  approvals:",
+        `    notifications: { url: "${receiver.url}", secret: "$${"{WEBHOOK_SECRET}"}", ca_file: "${ca.caFile}" }`,
+        `    audit_archive: { url: "${receiver.url}", key_id: outage, signing_key: "$${"{AUDIT_KEY}"}", ca_file: "${ca.caFile}" }`,
         ""
       ].join("\n")
   })
@@ -63,6 +81,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop()
+  await receiver?.close()
+  ca.remove()
   pg?.remove()
 })
 

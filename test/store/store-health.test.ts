@@ -9,7 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Layer, Redacted, TestClock } from "effect"
-import { CHECK_EVERY_OUTAGE, OUTAGE_LOG_INTERVAL, StoreHealth } from "../../src/store/health.js"
+import { CHECK_EVERY_OUTAGE, OUTAGE_LOG_INTERVAL, RECOVERY_QUIET, StoreHealth } from "../../src/store/health.js"
 import { PREPARE_CACHE_TTL } from "../../src/store/sqlite.js"
 import { unavailableCause } from "../../src/store/unavailable.js"
 import { type StoreKindUnderTest, storeKinds, testStoreLayer, withStorage, withTempDir } from "../support/databases.js"
@@ -186,13 +186,43 @@ describe.each(storeKinds)("StoreHealth (%s)", (kind) => {
         Effect.gen(function* () {
           const health = yield* StoreHealth
           yield* health.failed("connection ECONNRESET")
-          // The check runs without waiting out its 5 s; a clean check interval later the outage is over.
+          // The check runs without waiting out its 5 s; it succeeds, and RECOVERY_QUIET after the
+          // request's failure the outage is over.
           yield* untilRecovered(health)
           expect(health.ready()).toBe(true)
-          expect(yield* TestClock.currentTimeMillis).toBeLessThan(1_000)
+          const recoveredAt = yield* TestClock.currentTimeMillis
+          expect(recoveredAt).toBeGreaterThanOrEqual(Duration.toMillis(RECOVERY_QUIET))
+          expect(recoveredAt).toBeLessThan(Duration.toMillis(RECOVERY_QUIET) + 1_000)
         }).pipe(Effect.provide(StoreHealth.Default.pipe(Layer.provide(testStoreLayer(kind)))))
       )
       expect(logs.entries.map((entry) => entry["event"])).toEqual(["store.unavailable", "store.recovered"])
+    })
+  )
+
+  it.scoped("a store that reads but whose writes keep failing (a full disk) is one outage, out of readiness", () =>
+    Effect.gen(function* () {
+      const logs = new LogCapture()
+      yield* logs.capture(
+        Effect.gen(function* () {
+          const health = yield* StoreHealth
+          // Writes fail every 2 s while the check, a read, succeeds every 100 ms in between.
+          for (let write = 0; write < 5; write++) {
+            yield* health.failed("sqlite SQLITE_FULL")
+            for (let step = 0; step < 20; step++) {
+              yield* TestClock.adjust(CHECK_EVERY_OUTAGE)
+              yield* Effect.promise(() => new Promise((done) => setTimeout(done, 2)))
+              expect(health.ready()).toBe(false)
+            }
+          }
+          yield* untilRecovered(health)
+          expect(health.ready()).toBe(true)
+        }).pipe(Effect.provide(StoreHealth.Default.pipe(Layer.provide(testStoreLayer(kind)))))
+      )
+      const lines = logs.entries.filter((entry) => String(entry["event"]).startsWith("store."))
+      expect(lines).toMatchObject([
+        { event: "store.unavailable", reason: "sqlite SQLITE_FULL" },
+        { event: "store.recovered", reason: "sqlite SQLITE_FULL", failures: 5 }
+      ])
     })
   )
 })

@@ -3,6 +3,7 @@ import { readCaBundle } from "../../bearer/external-jwks-fetch.js"
 import type { GatewayConfig } from "../../config/schema.js"
 import { ApprovalEventRepo } from "../../store/approval-events.js"
 import { ArchiveRepo, type NewArchiveEntry } from "../../store/archive-entries.js"
+import { storeFailureOr } from "../../store/health.js"
 import { deliveryAgent } from "../delivery-agent.js"
 import { ArchiveDelivery } from "../delivery-status.js"
 import { securityEvent } from "../security-log.js"
@@ -203,8 +204,8 @@ export const ARCHIVE_POLL = Duration.seconds(1)
 
 /**
  * The shipping worker: one fiber for the life of the layer, passing every second or when the next
- * retry is due, whichever is sooner. A pass that fails (the store unreachable) is logged and the next
- * one tries again.
+ * retry is due, whichever is sooner. A pass that fails is tried again at the next: for lack of the
+ * store it counts in the store's outage (src/store/health.ts), anything else is logged with its cause.
  */
 export const ArchiveWorker = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -212,7 +213,12 @@ export const ArchiveWorker = Layer.scopedDiscard(
     if (!archive.enabled) return
     const pass = archive.step().pipe(
       Effect.catchAllCause((cause) =>
-        Effect.logWarning("audit archive pass failed", cause).pipe(Effect.as(undefined as number | undefined))
+        storeFailureOr(
+          cause,
+          Effect.logWarning("archive.worker_failed", cause).pipe(
+            Effect.annotateLogs({ event: "archive.worker_failed" })
+          )
+        ).pipe(Effect.as(undefined as number | undefined))
       ),
       Effect.flatMap((dueInMs) =>
         Effect.sleep(Duration.min(ARCHIVE_POLL, Duration.millis(Math.max(0, dueInMs ?? Number.POSITIVE_INFINITY))))
