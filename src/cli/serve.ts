@@ -57,8 +57,8 @@ export const runServe = (input: ServeInput) =>
       // --dev also accepts `gateway dev-token` tokens (docs/mcp.md) and sets up the demo's access
       // (docs/access-policy.md, "The development setup"); production does neither.
       base: input.dev
-        ? DevSessionGuard.pipe(Layer.provideMerge(baseLayer(loaded.config, key)))
-        : baseLayer(loaded.config, key),
+        ? DevSessionGuard.pipe(Layer.provideMerge(baseLayer(loaded.config, key, { serving: true })))
+        : baseLayer(loaded.config, key, { serving: true }),
       ...(input.dev ? { prepare: Effect.asVoid(ensureDevelopmentAccess(loaded.config)) } : {}),
       ...(input.extraRoutes === undefined ? {} : { extraRoutes: input.extraRoutes })
     }).pipe(Effect.provide(loggerLayer(loaded.config.log_level)))

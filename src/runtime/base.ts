@@ -27,6 +27,7 @@ import { DirectoryRepo } from "../store/directory.js"
 import { GroupRepo } from "../store/groups.js"
 import { StoreHealth } from "../store/health.js"
 import { IdentityProviderRepo } from "../store/identity-providers.js"
+import { servingStoreLayer } from "../store/instance-lock.js"
 import { StoreLive } from "../store/live.js"
 import { ManagedSourceRepo } from "../store/managed-sources.js"
 import { MembershipRepo } from "../store/memberships.js"
@@ -50,9 +51,15 @@ export const policyRepositories = Layer.mergeAll(
  * repositories, pending logins and session check, the stored access policy and identity connections,
  * the count of memory held for backend answers. Their settings are static, so generations share them.
  */
-export const baseLayer = (config: GatewayConfig, key: Redacted.Redacted<Uint8Array>) => {
+export const baseLayer = (
+  config: GatewayConfig,
+  key: Redacted.Redacted<Uint8Array>,
+  { serving = false }: { readonly serving?: boolean } = {}
+) => {
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
-  const store = StoreHealth.Default.pipe(Layer.provideMerge(StoreLive(config.storage)), Layer.provideMerge(sealer))
+  const opened = StoreHealth.Default.pipe(Layer.provideMerge(StoreLive(config.storage)), Layer.provideMerge(sealer))
+  // `serve` says which database it opened and holds the instance lock before anything else starts.
+  const store = serving ? servingStoreLayer.pipe(Layer.provideMerge(opened)) : opened
   const signer = Signer.Default.pipe(Layer.provideMerge(SigningKeyRepo.Default), Layer.provideMerge(store))
   const access = PolicyWrites.Default.pipe(
     Layer.provideMerge(AccessStateLive),

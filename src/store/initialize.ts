@@ -61,6 +61,7 @@ const verifyMeta = (where: string, kind: StoreKind) =>
           "nothing was written. Start with the original key: secrets sealed with it cannot be opened with another"
       )
     }
+    return meta.get("created_at")
   })
 
 const migrate = Effect.gen(function* () {
@@ -90,6 +91,7 @@ const writeMeta = (kind: StoreKind) =>
       { key: "product_version", value: PRODUCT_VERSION },
       { key: "created_at", value: now }
     ])}`
+    return now
   })
 
 const openOrCreate = (kind: StoreKind, where: string) =>
@@ -109,10 +111,18 @@ const openOrCreate = (kind: StoreKind, where: string) =>
           "Point storage at an empty database or a new file"
       })
     }
-    if (!fresh) yield* verifyMeta(where, kind)
+    const createdAt = fresh ? undefined : yield* verifyMeta(where, kind)
     yield* migrate
-    if (fresh) yield* writeMeta(kind)
+    if (fresh) return { created: true, createdAt: yield* writeMeta(kind) } satisfies Opened
+    return { created: false, createdAt } satisfies Opened
   })
+
+/** What opening found: whether this start created the database, and when it was created. */
+export interface Opened {
+  readonly created: boolean
+  /** `gateway_meta.created_at` (ISO 8601); absent in a database from before it was written. */
+  readonly createdAt: string | undefined
+}
 
 /**
  * Opens the store safely: every check runs before the first write, so a wrong key, a foreign database or

@@ -42,11 +42,11 @@ export const StorePg = (url: Redacted.Redacted<string>): Layer.Layer<Store | Sql
         PgClient.layer({ url, connectTimeout: CONNECT_TIMEOUT, applicationName: "gateway" })
       ).pipe(Effect.catchAllCause(toStoreError(`cannot connect to PostgreSQL at ${target.address}`, secrets)))
       const sql = Context.get(client, SqlClient.SqlClient)
-      yield* initializeStore("postgres", target.description, secrets).pipe(
+      const opened = yield* initializeStore("postgres", target.description, secrets).pipe(
         Effect.provideService(SqlClient.SqlClient, sql)
       )
       return Context.make(SqlClient.SqlClient, sql).pipe(
-        Context.add(Store, { kind: "postgres", schemaVersion: SCHEMA_VERSION })
+        Context.add(Store, { kind: "postgres", schemaVersion: SCHEMA_VERSION, where: target.description, opened })
       )
     })
   )

@@ -36,12 +36,11 @@ export const StoreSqlite = (path: string): Layer.Layer<Store | SqlClient.SqlClie
         yield* sql`PRAGMA busy_timeout = 5000`
         // PostgreSQL always enforces foreign keys; SQLite only when asked, per connection.
         yield* sql`PRAGMA foreign_keys = ON`
-        yield* initializeStore("sqlite", `SQLite database ${path}`).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
+        const where = `SQLite database ${path}`
+        const opened = yield* initializeStore("sqlite", where).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         yield* sql`PRAGMA journal_mode = WAL`
         return Context.make(SqlClient.SqlClient, sql).pipe(
-          Context.add(Store, { kind: "sqlite", schemaVersion: SCHEMA_VERSION })
+          Context.add(Store, { kind: "sqlite", schemaVersion: SCHEMA_VERSION, where, opened })
         )
       })
       return yield* open.pipe(

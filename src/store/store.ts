@@ -1,5 +1,6 @@
 import { Context, Data } from "effect"
 import { version } from "../version.js"
+import type { Opened } from "./initialize.js"
 
 /** A fresh 2.4.0 deployment uses schema version 10, with no migration path (docs/storage.md). */
 export const SCHEMA_VERSION = 10
@@ -18,5 +19,12 @@ export class StoreError extends Data.TaggedError("StoreError")<{
  */
 export class Store extends Context.Tag("gateway/Store")<
   Store,
-  { readonly kind: StoreKind; readonly schemaVersion: typeof SCHEMA_VERSION }
+  {
+    readonly kind: StoreKind
+    readonly schemaVersion: typeof SCHEMA_VERSION
+    /** Which database, for messages: `SQLite database <path>`, `PostgreSQL database "<name>" at host:port` (never a password). */
+    readonly where: string
+    /** Whether this start created it (an empty database or a new file), and when it was created. */
+    readonly opened: Opened
+  }
 >() {}

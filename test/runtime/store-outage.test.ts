@@ -41,7 +41,11 @@ let adminUrl: string
 let receiver: ArchiveReceiver
 const ca = makeTestCa()
 const archiveKey = newArchiveKeyText()
-const env = { GATEWAY_CONFIG_KEY: newConfigKey(), AUDIT_KEY: archiveKey, WEBHOOK_SECRET: "webhook-secret-never-logged-0123456789abcdef" }
+const env = {
+  GATEWAY_CONFIG_KEY: newConfigKey(),
+  AUDIT_KEY: archiveKey,
+  WEBHOOK_SECRET: "webhook-secret-never-logged-0123456789abcdef"
+}
 
 beforeAll(async () => {
   pg = await privatePostgres()
