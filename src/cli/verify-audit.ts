@@ -97,10 +97,20 @@ const checkpointOption = Options.all({
   })
 )
 
+/** Why the file could not be read, in words: the system's code, not its message (which repeats the path). */
+const unreadable = (error: unknown): string => {
+  const code = (error as { code?: unknown }).code
+  if (code === "ENOENT") return "the file does not exist"
+  if (code === "EACCES" || code === "EPERM") return "the file cannot be read (permission denied)"
+  if (code === "EISDIR") return "it is a directory, not a file"
+  return error instanceof Error ? error.message : String(error)
+}
+
 export const verifyAuditCommand = Command.make(
   "verify-audit",
   {
-    file: Options.file("file", { exists: "yes" }).pipe(
+    // A file that is missing or unreadable is a refused archive (exit 1, docs/operations.md), not a usage error.
+    file: Options.file("file").pipe(
       Options.withDescription("The archive file, one envelope per line")
     ),
     keys: keysOption,
@@ -110,7 +120,7 @@ export const verifyAuditCommand = Command.make(
     Effect.gen(function* () {
       const verified = yield* Effect.tryPromise({
         try: () => verifyArchiveFile(file, keys, after),
-        catch: (error) => new ArchiveRefused({ message: `${file}: not verified: ${(error as Error).message}` })
+        catch: (error) => new ArchiveRefused({ message: `${file}: not verified: ${unreadable(error)}` })
       })
       if (!verified.ok) {
         const where = verified.line > 0 ? `${file}:${verified.line}` : file

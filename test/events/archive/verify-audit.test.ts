@@ -322,6 +322,12 @@ describe("gateway verify-audit", () => {
     expect(cut.stderr).toBe(
       `gateway: ${good}: the file ends at sequence 20, before the checkpoint's sequence 25: entries were removed from its end (its last line is 20)\n`
     )
+
+    // A file that cannot be read is refused too (exit 1), not a usage error.
+    const missing = `${good}.missing`
+    const absent = await runGatewayCommand(["verify-audit", "--file", missing, "--key", `k1=${key.publicKeyBase64}`])
+    expect(absent.code).toBe(1)
+    expect(absent.stderr).toBe(`gateway: ${missing}: not verified: the file does not exist\n`)
   })
 
   it("a key's range on the command line: a tail past it is refused (exit 1); a bad range is a usage error (exit 2)", async () => {
