@@ -110,9 +110,7 @@ export const verifyAuditCommand = Command.make(
   "verify-audit",
   {
     // A file that is missing or unreadable is a refused archive (exit 1, docs/operations.md), not a usage error.
-    file: Options.file("file").pipe(
-      Options.withDescription("The archive file, one envelope per line")
-    ),
+    file: Options.file("file").pipe(Options.withDescription("The archive file, one envelope per line")),
     keys: keysOption,
     after: checkpointOption
   },

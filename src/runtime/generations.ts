@@ -72,7 +72,11 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
     const close = (generation: Generation) =>
       closeGeneration(generation).pipe(
         Effect.tap(() => Effect.sync(() => live.delete(generation))),
-        Effect.tap(() => Effect.logInfo("generation closed").pipe(Effect.annotateLogs("generation", generation.id)))
+        Effect.tap(() =>
+          Effect.logInfo("generation closed").pipe(
+            Effect.annotateLogs({ event: "gateway.generation_closed", generation: generation.id })
+          )
+        )
       )
     yield* Effect.addFinalizer(() => Effect.forEach([...live], close, { concurrency: "unbounded", discard: true }))
     options.activate(first)
@@ -99,7 +103,9 @@ export const acquireGenerations = (options: GenerationsOptions): Effect.Effect<G
           state.current = candidate
           live.add(candidate)
           options.activate(candidate)
-          yield* Effect.logInfo("reloaded").pipe(Effect.annotateLogs({ generation: id, previous: old.id }))
+          yield* Effect.logInfo("reloaded").pipe(
+            Effect.annotateLogs({ event: "gateway.reloaded", generation: id, previous: old.id })
+          )
           yield* FiberSet.run(retiring, retire(old))
           return candidate
         }).pipe(

@@ -1,4 +1,4 @@
-import { Effect, FiberSet, Layer, Queue } from "effect"
+import { Cause, Effect, FiberSet, Layer, Queue } from "effect"
 import { loadConfig } from "../config/load.js"
 import { parseListen } from "../config/rules.js"
 import type { LoadedConfig } from "../config/service.js"
@@ -66,6 +66,7 @@ export const supervise = (options: SuperviseOptions) =>
       options.onListening?.(listener.port)
       yield* Effect.logInfo("gateway serving").pipe(
         Effect.annotateLogs({
+          event: "gateway.serving",
           address: `${listen.host}:${listener.port}`,
           admin: `${adminListen.host}:${adminListener.port}`,
           generation: 1,
@@ -77,7 +78,12 @@ export const supervise = (options: SuperviseOptions) =>
       const reload = Effect.gen(function* () {
         const candidate = yield* loadConfig(options.configFile, options.env).pipe(
           Effect.tapError((error) =>
-            Effect.logError("reload rejected: invalid configuration", error.message).pipe(
+            Effect.logError("reload rejected: invalid configuration").pipe(
+              Effect.annotateLogs({
+                event: "config.reload_rejected",
+                reason: "invalid_config",
+                problems: error.message
+              }),
               Effect.zipRight(Effect.sync(() => metrics.reload("invalid_config")))
             )
           ),
@@ -88,12 +94,16 @@ export const supervise = (options: SuperviseOptions) =>
         if (changed.length > 0) {
           metrics.reload("static_changed")
           return yield* Effect.logError("reload rejected: static fields changed; restart to apply them").pipe(
-            Effect.annotateLogs("fields", changed)
+            Effect.annotateLogs({ event: "config.reload_rejected", reason: "static_changed", fields: changed })
           )
         }
         yield* generations.reload(candidate.value).pipe(
+          // The reason in one sentence (a backend that did not connect, say); a trace only for a defect.
           Effect.tapErrorCause((cause) =>
-            Effect.logError("reload failed: the previous generation keeps serving", cause)
+            Effect.logError("reload failed: the previous generation keeps serving").pipe(
+              Effect.annotateLogs({ event: "config.reload_failed", reason: reloadFailure(cause) }),
+              Cause.isDie(cause) ? Effect.annotateLogs({ defect: Cause.pretty(cause) }) : (effect) => effect
+            )
           ),
           Effect.ignore
         )
@@ -107,7 +117,9 @@ export const supervise = (options: SuperviseOptions) =>
 
       // docs/operations.md, "Shutdown": stop accepting, drain for drain_timeout, then cancel and force-close.
       const drain = generations.current().loaded.config.drain_timeout
-      yield* Effect.logInfo("shutting down").pipe(Effect.annotateLogs({ signal, in_flight: generations.inFlight() }))
+      yield* Effect.logInfo("shutting down").pipe(
+        Effect.annotateLogs({ event: "gateway.shutting_down", signal, in_flight: generations.inFlight() })
+      )
       // A candidate still being built is cancelled; closing its scope releases what it opened.
       yield* FiberSet.clear(reloads)
       for (const each of listeners) each.stopAccepting()
@@ -115,6 +127,13 @@ export const supervise = (options: SuperviseOptions) =>
       const secondSignal = Queue.take(signals).pipe(Effect.repeat({ until: (next) => next !== "SIGHUP" }))
       const cancelled = yield* generations.shutdown(drain, secondSignal)
       for (const each of listeners) each.closeAll()
-      yield* Effect.logInfo("stopped").pipe(Effect.annotateLogs({ cancelled }))
+      yield* Effect.logInfo("stopped").pipe(Effect.annotateLogs({ event: "gateway.stopped", cancelled }))
     })
   )
+
+/** A failed reload's reason as one line: the failure's own message, without a stack. */
+const reloadFailure = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.squash(cause)
+  const text = failure instanceof Error ? failure.message : typeof failure === "string" ? failure : String(failure)
+  return text.split("\n")[0]?.slice(0, 500) ?? "failed"
+}

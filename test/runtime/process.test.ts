@@ -164,6 +164,20 @@ describe("gateway serve (spawned process)", () => {
     const { gateway } = await start({ requestTimeout: "300ms" })
     gateway.writeConfig("server: [this is not: valid")
     await reload(gateway, "reload rejected: invalid configuration")
+    // One line with a stable message and event; the problems in a field of their own.
+    const rejected = gateway
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes('"config.reload_rejected"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(rejected).toMatchObject([
+      {
+        msg: "reload rejected: invalid configuration",
+        event: "config.reload_rejected",
+        reason: "invalid_config",
+        problems: expect.stringContaining("gateway.yaml")
+      }
+    ])
     expect((await fetch(`${gateway.baseUrl}/healthz`)).status).toBe(200)
     expect((await slow(gateway.baseUrl, 800)).status).toBe(504)
   })

@@ -41,7 +41,7 @@ export class Backends extends Context.Tag("gateway/Backends")<
     readonly index: () => CatalogIndex
     /**
      * Called by a request whose backend call failed below the protocol: the worker probes and
-     * reconnects. Logged as `backend call failed` with the reason, at most once per backend every
+     * reconnects. Logged as `backend.call_failed` with the reason, at most once per backend every
      * 30 s (the next line counts the failures in between). `reason` must be safe to log.
      */
     readonly reportFailure: (backend: number, reason: string) => void
@@ -228,7 +228,7 @@ export const BackendsLive = Layer.scoped(
     }
     publish()
 
-    // `backend call failed`: the first failure at once, then one line per backend and window with a count.
+    // `backend.call_failed`: the first failure at once, then one line per backend and window with a count.
     const failureLog = slots.map(() => ({ loggedAt: Number.NEGATIVE_INFINITY, since: 0 }))
     const logFailure = (at: number, slot: BackendSlot, reason: string) => {
       const entry = failureLog[at]!
@@ -241,7 +241,7 @@ export const BackendsLive = Layer.scoped(
       entry.loggedAt = time
       entry.since = 0
       runSync(
-        Effect.logWarning("backend call failed").pipe(
+        Effect.logWarning("backend.call_failed").pipe(
           Effect.annotateLogs({
             event: "backend.call_failed",
             backend: slot.config.id,
