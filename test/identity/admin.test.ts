@@ -12,6 +12,7 @@ import { LocalAccounts } from "../../src/identity/local/accounts.js"
 import { ADMIN_USERNAME, initAdmin } from "../../src/identity/local/admin.js"
 import { generateTotpSecret, totpAt } from "../../src/identity/local/totp.js"
 import { policyRepositories } from "../../src/runtime/base.js"
+import { AuditEventRepo } from "../../src/store/audit-events.js"
 import { LocalCredentialRepo } from "../../src/store/local-credentials.js"
 import { SessionRepo } from "../../src/store/sessions.js"
 import { UserRepo } from "../../src/store/users.js"
@@ -108,6 +109,24 @@ describe.each(storeKinds)("init-admin (%s)", (kind) => {
       expect(mfa.generatedPassword).toBeUndefined()
       expect(Option.getOrThrow(yield* (yield* LocalCredentialRepo).find(admin.id)).totp_secret_sealed).toBeNull()
       expect(yield* checks("second password 456")).toBe(true)
+
+      // Each recovery is in the audit trail (the running gateway's log never sees this command's line).
+      const trail = (yield* (yield* AuditEventRepo).forTarget(admin.id)).filter((row) =>
+        row.action.startsWith("identity.administrator_")
+      )
+      expect(trail.map((row) => [row.action, row.actor_id, JSON.parse(String(row.detail))])).toEqual([
+        ["identity.administrator_created", null, { by: "gateway init-admin" }],
+        [
+          "identity.administrator_reset",
+          null,
+          { password_reset: true, mfa_reset: false, sessions_revoked: 1, by: "gateway init-admin" }
+        ],
+        [
+          "identity.administrator_reset",
+          null,
+          { password_reset: false, mfa_reset: true, sessions_revoked: 0, by: "gateway init-admin" }
+        ]
+      ])
     }).pipe(Effect.provide(layerFor(kind)))
   )
 })

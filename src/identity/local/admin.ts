@@ -79,6 +79,20 @@ const joinAdministrators = (userId: string, at: Date) =>
     })
   })
 
+/** `init-admin`'s own change in `audit_events` (no actor: whoever ran the command on the host). */
+const recordRecovery = (action: string, userId: string, at: Date, detail: Record<string, unknown>) =>
+  Effect.flatMap(AuditEventRepo, (audit) =>
+    audit.insert({
+      at,
+      actorId: undefined,
+      action,
+      targetKind: "user",
+      targetId: userId,
+      detail: { ...detail, by: "gateway init-admin" },
+      requestId: undefined
+    })
+  )
+
 const apply = (request: InitAdminRequest) =>
   Effect.gen(function* () {
     const users = yield* UserRepo
@@ -114,6 +128,7 @@ const apply = (request: InitAdminRequest) =>
       })
       yield* credentials.setPassword(id, yield* hashPassword(password), now)
       yield* joinAdministrators(id, now)
+      yield* recordRecovery("identity.administrator_created", id, now, {})
       yield* securityEvent("auth.administrator_created", { user_id: id })
       return { created: true, generatedPassword, revokedSessions: 0 } satisfies InitAdminResult
     }
@@ -124,6 +139,12 @@ const apply = (request: InitAdminRequest) =>
     yield* joinAdministrators(id, now)
     const revokedSessions = yield* sessions.revokeForUser(id, "administrator_reset", now)
     yield* browserSessions.revokeForUser(id, now)
+    // In the audit trail too: the running gateway's log never sees this command's line (its stderr).
+    yield* recordRecovery("identity.administrator_reset", id, now, {
+      password_reset: request.resetPassword,
+      mfa_reset: request.resetMfa,
+      sessions_revoked: revokedSessions
+    })
     yield* securityEvent("auth.administrator_reset", {
       user_id: id,
       password_reset: request.resetPassword,
