@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, type Layer, Redacted, Schema } from "effect"
+import { Cause, Duration, Effect, type Layer, Schema } from "effect"
 import type { GatewayConfig } from "../config/schema.js"
+import { unavailableCause } from "../store/unavailable.js"
 
 const Marker = Schema.Array(Schema.Struct({ initialized_at: Schema.NullOr(Schema.Unknown) }))
 
@@ -17,8 +18,9 @@ const read = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 
 /**
  * Reads the initialization marker of the configured store without opening it as the gateway does (no
- * checks, no migrations, no key): a file that does not exist yet is a deployment not created, hence not
- * initialized; a store that cannot be read gives "cannot tell" and why (never a password).
+ * checks, no migrations, no key): a file that does not exist yet, or a database without the marker's
+ * table, is a deployment not created, hence not initialized; a store that cannot be read gives "cannot
+ * tell" and why, in fixed words (never a driver's message, a host or a password).
  */
 export const probeManagedState = (config: GatewayConfig): Effect.Effect<ManagedState> => {
   const storage = config.storage
@@ -35,16 +37,28 @@ export const probeManagedState = (config: GatewayConfig): Effect.Effect<ManagedS
       : Effect.promise(() => import("@effect/sql-pg")).pipe(
           Effect.map(({ PgClient }) => PgClient.layer({ url: storage.url, connectTimeout: Duration.seconds(5) }))
         )
-  const password = storage.type === "postgres" ? (URL.parse(Redacted.value(storage.url))?.password ?? "") : ""
   return Effect.flatMap(client, (layer) => Effect.provide(read, layer)).pipe(
     Effect.scoped,
     Effect.timeout(Duration.seconds(10)),
     Effect.catchAllCause((cause) => {
-      const text = String(cause).split("\n")[0] ?? "unreadable"
-      const safe = password === "" ? text : text.replaceAll(password, "***")
+      // No marker table: a database the gateway has not created yet (a first install), so not initialized.
+      if (hasNoTable(cause)) return Effect.succeed<ManagedState>("not_initialized")
+      // Otherwise fixed words and a code (src/store/unavailable.ts), never a driver's message.
+      const reason = unavailableCause(cause)
       return Effect.succeed<ManagedState>({
-        unknown: /no such table|does not exist/.test(safe) ? "the store has no managed storage tables yet" : safe
+        unknown: reason === undefined ? "the store could not be read" : `the store did not answer: ${reason}`
       })
     })
   )
+}
+
+/** PostgreSQL's undefined_table (42P01) or SQLite's "no such table", anywhere in the failure's causes. */
+const hasNoTable = (cause: Cause.Cause<unknown>): boolean => {
+  const seen = (error: unknown, depth: number): boolean => {
+    if (typeof error !== "object" || error === null || depth > 8) return false
+    const { code, message } = error as { code?: unknown; message?: unknown }
+    if (code === "42P01" || (typeof message === "string" && message.startsWith("no such table"))) return true
+    return seen((error as { cause?: unknown }).cause, depth + 1)
+  }
+  return [...Cause.failures(cause), ...Cause.defects(cause)].some((error) => seen(error, 0))
 }
