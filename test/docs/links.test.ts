@@ -58,8 +58,8 @@ const cliCommand =
   /(?<![\w"-])(?<!\b(?:[Tt]he|[Aa]n?|[Yy]our|[Oo]ur|[Tt]his|[Tt]hat|[Ee]ach|[Ee]very|[Ii]ts|[Tt]heir)[ \t]+)(?:gateway|src\/main\.ts|dist\/main\.js)[ \t]+([a-z][a-z0-9-]*)(?![\w.:/-])/g
 const npmRun = /\bnpm run(?:[ \t]+-s)?[ \t]+([\w:-]+)/g
 
-/** Code that reads like a command but is none: constants the docs quote. */
-const notCommands = new Set(["gateway sealed secrets v1"])
+/** Code that reads like a command but is none: constants the docs quote (a sealed value's header, a log message). */
+const notCommands = new Set(["gateway sealed secrets v1", "gateway serving"])
 
 // The CLI run from its sources through tsx, and the executable's name through npx.
 const slowCommand = /\btsx[ \t]+src\/main\.ts\b|\bnpx[ \t]+gateway[ \t]+(?=[a-z-])/g

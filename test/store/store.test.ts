@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { StorageConfig } from "../../src/config/schema.js"
 import { Store, StoreError } from "../../src/store/store.js"
 import { randomConfigKey, rawSqlLayer, storeKinds, storeLayer, withStorage } from "../support/databases.js"
@@ -47,7 +47,8 @@ describe.each(storeKinds)("Store on %s", (kind) => {
       const storage = yield* withStorage(kind)
       const context = yield* Layer.build(storeLayer(storage))
       const store = yield* Effect.provide(Store, context)
-      expect(store).toEqual({ kind, schemaVersion: 10 })
+      expect(store).toMatchObject({ kind, schemaVersion: 10, opened: { created: true } })
+      expect(store.where).toMatch(kind === "sqlite" ? /^SQLite database \// : /^PostgreSQL database "gw_test_/)
       const meta = yield* Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql<{ key: string; value: string }>`SELECT key, value FROM gateway_meta`
@@ -65,8 +66,11 @@ describe.each(storeKinds)("Store on %s", (kind) => {
     Effect.gen(function* () {
       const storage = yield* withStorage(kind)
       const key = randomConfigKey()
-      yield* open(storage, key)
-      yield* open(storage, key)
+      const first = Context.get(yield* open(storage, key), Store)
+      const second = Context.get(yield* open(storage, key), Store)
+      // The second start opened what the first created, and knows when that was.
+      expect([first.opened.created, second.opened.created]).toEqual([true, false])
+      expect(second.opened.createdAt).toBe(first.opened.createdAt)
     })
   )
 
