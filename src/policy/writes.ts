@@ -218,8 +218,9 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
 
     /**
      * A permission group name may be written (docs/access-policy.md, "Group names"): no invisible or
-     * direction-changing characters, and no other permission group whose name reads alike — one
-     * lookup in the unique index on the name's key, however many groups there are.
+     * direction-changing characters, no other permission group whose name reads alike (one lookup in
+     * the unique index on the name's key) or looks alike (one in the index of UTS #39 skeletons),
+     * however many groups there are.
      */
     const nameFree = (name: string, except: string | undefined) =>
       Effect.gen(function* () {
@@ -227,6 +228,13 @@ export class PolicyWrites extends Effect.Service<PolicyWrites>()("gateway/Policy
         if (problem !== undefined) return yield* refuse("invalid_request", `name: ${problem}`)
         const existing = yield* groups.permissionGroupNamedLike(name, except)
         if (existing !== undefined) return yield* nameTaken(name, existing)
+        const similar = yield* groups.permissionGroupLookingLike(name, except)
+        if (similar !== undefined) {
+          return yield* refuse(
+            "name_taken",
+            `"${name}" looks like the permission group "${similar.name}" (characters that can be mistaken for one another, such as Cyrillic "С" and Latin "C", "rn" and "m", or "l" and "1", are compared as one); choose a name that reads differently.`
+          )
+        }
       })
 
     const updateUser = Effect.fn("PolicyWrites.updateUser")(function* (

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { groupNameKey } from "../policy/group-name.js"
+import { lookAlikeKey } from "../policy/look-alike.js"
 import { encodePermissions, type Permissions } from "../policy/permissions.js"
 import { StoredPermissions } from "../policy/stored-permissions.js"
 import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
@@ -196,6 +197,22 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       return rows.find((row) => row.id !== except)
     })
 
+    /**
+     * A permission group whose name looks like `name` (equal `lookAlikeKey`: UTS #39 skeletons,
+     * docs/access-policy.md, "Group names"), other than `except`; one lookup in the `look_key` index.
+     */
+    const permissionGroupLookingLike = Effect.fn("GroupRepo.permissionGroupLookingLike")(function* (
+      name: string,
+      except: string | undefined
+    ) {
+      const rows =
+        yield* sql`SELECT id, name FROM groups WHERE kind = 'permission' AND look_key = ${lookAlikeKey(name)}`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(NameRows)),
+          Effect.orDie
+        )
+      return rows.find((row) => row.id !== except)
+    })
+
     const replaceSources = (id: string, sources: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         yield* sql`DELETE FROM group_sources WHERE group_id = ${id}`
@@ -217,6 +234,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
         id,
         name: group.name,
         name_key: groupNameKey(group.name),
+        look_key: lookAlikeKey(group.name),
         provider: PERMISSIONS_PROVIDER,
         kind: "permission",
         external_id: null,
@@ -245,11 +263,12 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
     ) {
       const name = change.name === undefined ? sql`name` : sql`${change.name}`
       const nameKey = change.name === undefined ? sql`name_key` : sql`${groupNameKey(change.name)}`
+      const lookKey = change.name === undefined ? sql`look_key` : sql`${lookAlikeKey(change.name)}`
       const enabled = change.enabled === undefined ? sql`enabled` : sql`${toStoredBoolean(change.enabled)}`
       const permissions =
         change.permissions === undefined ? sql`permissions` : sql`${encodePermissions(change.permissions)}`
       const rows =
-        yield* sql`UPDATE groups SET name = ${name}, name_key = ${nameKey}, enabled = ${enabled}, permissions = ${permissions},
+        yield* sql`UPDATE groups SET name = ${name}, name_key = ${nameKey}, look_key = ${lookKey}, enabled = ${enabled}, permissions = ${permissions},
         revision = revision + 1, updated_at = ${toStoredTimestamp(at)}
         WHERE id = ${id} AND revision = ${expected} RETURNING revision`.pipe(
           Effect.flatMap(Schema.decodeUnknown(RevisionRow)),
@@ -298,6 +317,7 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       slice,
       namesOf,
       permissionGroupNamedLike,
+      permissionGroupLookingLike,
       insertPermissionGroup,
       updateIfRevision,
       upsertOrganizationGroups

@@ -2,7 +2,8 @@
  * docs/access-policy.md, "Group names": a permission group's name may not hold invisible or
  * direction-changing characters, nor begin or end with whitespace (400 naming `name`), and no two
  * permission groups may have names that read alike — equal once NFC-normalized, case-folded and with
- * whitespace runs as one space (409 `name_taken`) — through the Management API's create and rename, on
+ * whitespace runs as one space, or that look alike by their UTS #39 skeletons (409 `name_taken`) —
+ * through the Management API's create and rename, on
  * SQLite and on PostgreSQL; two racing creates of look-alike names make one group.
  */
 
@@ -83,6 +84,27 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
         expect((yield* api.post("/api/v1/identities/groups", { name: "Straße" })).status).toBe(201)
         expect((yield* api.post("/api/v1/identities/groups", { name: "STRASSE" })).body["error"]).toBe("name_taken")
 
+        // Names that look like another group's (UTS #39 skeletons): a word wholly of another script,
+        // letters that look alike within Latin, a punctuation look-alike.
+        for (const name of ["COPE", "Ops-team", "Team 1"]) {
+          expect((yield* api.post("/api/v1/identities/groups", { name })).status, name).toBe(201)
+        }
+        for (const [name, like] of [
+          ["\u0421\u041e\u0420\u0415", "COPE"],
+          ["Adrnins2", "Admins2"],
+          ["Ops\u2010team", "Ops-team"],
+          ["Team l", "Team 1"]
+        ] as const) {
+          const refused = yield* api.post("/api/v1/identities/groups", { name })
+          expect(refused.status, JSON.stringify(name)).toBe(409)
+          expect(refused.body["error"]).toBe("name_taken")
+          expect(refused.body["error_description"]).toContain(`looks like the permission group "${like}"`)
+        }
+        // Different names still differ: a digit added, an accent.
+        for (const name of ["Admins3", "Tèam 1"]) {
+          expect((yield* api.post("/api/v1/identities/groups", { name })).status, name).toBe(201)
+        }
+
         // Renames follow the same rules; a group may change the case of its own name.
         const other = (yield* api.post("/api/v1/identities/groups", { name: "Readers" })).body
         const path = `/api/v1/identities/groups/${String(other["id"])}`
@@ -91,6 +113,10 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
         const invisible = yield* api.put(path, { name: "Read\u200bers" }, ifMatch(other))
         expect(invisible.status).toBe(400)
         expect(invisible.body["error_description"]).toContain("name: must not contain invisible")
+        const lookingAlike = yield* api.put(path, { name: "C\u041e\u0420\u0415" }, ifMatch(other))
+        expect(lookingAlike.status).toBe(400)
+        const skeletal = yield* api.put(path, { name: "Adrnins2" }, ifMatch(other))
+        expect(skeletal).toMatchObject({ status: 409, body: { error: "name_taken" } })
         const recased = yield* api.put(path, { name: "READERS" }, ifMatch(other))
         expect(recased).toMatchObject({ status: 200, body: { name: "READERS" } })
 
