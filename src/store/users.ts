@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { groupNameKey } from "../policy/group-name.js"
+import { lookAlikeKey } from "../policy/look-alike.js"
 import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
 import { SessionCache } from "./session-cache.js"
 import { StoredTimestamp, toStoredTimestamp } from "./timestamp.js"
@@ -165,6 +166,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
         kind: user.kind,
         username: user.username,
         username_key: groupNameKey(user.username),
+        look_key: lookAlikeKey(user.username),
         display_name: user.displayName,
         status: user.status ?? "enabled",
         created_at: at,
@@ -187,6 +189,19 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       const rows = yield* sql`INSERT INTO users ${sql.insert(localRow(id, user))}
         ON CONFLICT (username_key) WHERE kind <> 'enterprise' DO NOTHING RETURNING id`.pipe(Effect.orDie)
       return rows.length === 1 ? id : undefined
+    })
+
+    /**
+     * The local account (or the built-in administrator) whose user name looks like `username` (equal
+     * `lookAlikeKey`: UTS #39 skeletons); one lookup in the `look_key` index.
+     */
+    const findLocalLookingLike = Effect.fn("UserRepo.findLocalLookingLike")(function* (username: string) {
+      const rows = yield* sql<{
+        readonly username: string
+      }>`SELECT username FROM users WHERE kind <> 'enterprise' AND look_key = ${lookAlikeKey(username)} LIMIT 1`.pipe(
+        Effect.orDie
+      )
+      return rows[0]?.username
     })
 
     /** A new enterprise identity, pending until an administrator enables it. */
@@ -280,6 +295,7 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
       pageLocal,
       insertLocal,
       insertLocalIfFree,
+      findLocalLookingLike,
       insertEnterprise,
       setStatus,
       updateIfRevision,

@@ -137,6 +137,16 @@ describe.each(storeKinds)("local accounts (%s)", (kind) => {
         expect(taken.body["error"]).toBe("name_taken")
         expect(taken.body["error_description"]).toContain(`"${existing}"`)
       }
+      // Names that look like an existing one (UTS #39 skeletons): a digit for a letter, rn for m.
+      for (const [username, existing] of [
+        ["adrnin", "admin"],
+        ["J0sé", "José"]
+      ] as const) {
+        const similar = yield* api.post("/api/v1/local-accounts", { username, display_name: "Someone" })
+        expect(similar.status, username).toBe(409)
+        expect(similar.body["error"]).toBe("name_taken")
+        expect(similar.body["error_description"]).toContain(`looks like the local account "${existing}"`)
+      }
       const unknown = yield* api.post("/api/v1/local-accounts", { username: "carol", display_name: "C", admin: true })
       expect(unknown.status).toBe(400)
       expect(unknown.body["error_description"]).toContain("admin")

@@ -215,6 +215,13 @@ export class LocalAccountAdmin extends Effect.Service<LocalAccountAdmin>()("gate
         Effect.gen(function* () {
           const existing = yield* users.findLocalByUsername(username)
           if (Option.isSome(existing)) return yield* nameTaken(username, existing.value.username ?? "")
+          const similar = yield* users.findLocalLookingLike(username)
+          if (similar !== undefined) {
+            return yield* refuse(
+              "name_taken",
+              `"${username}" looks like the local account "${similar}" (characters that can be mistaken for one another, such as "0" and "O", "rn" and "m", or Cyrillic "а" and Latin "a", are compared as one); choose a name that reads differently.`
+            )
+          }
           const at = yield* now
           const id = yield* users.insertLocalIfFree({ kind: "local", username, displayName, at, status: "pending" })
           if (id === undefined) return yield* nameTaken(username, username)

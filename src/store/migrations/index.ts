@@ -22,7 +22,7 @@ import directoryResetAndRequester from "./0019_directory_reset_and_requester.js"
 import managedSources from "./0020_managed_sources.js"
 import localAccounts from "./0021_local_accounts.js"
 import consoleListings from "./0022_console_listings.js"
-import groupLookKeys from "./0023_group_look_keys.js"
+import lookKeys from "./0023_look_keys.js"
 
 /** The Migrator's bookkeeping table (named so it cannot clash with another tool's migrations). */
 export const MIGRATIONS_TABLE = "gateway_migrations"
@@ -55,5 +55,5 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0020_managed_sources": managedSources,
   "0021_local_accounts": localAccounts,
   "0022_console_listings": consoleListings,
-  "0023_group_look_keys": groupLookKeys
+  "0023_look_keys": lookKeys
 }
