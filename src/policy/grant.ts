@@ -247,7 +247,7 @@ export const buildGrant = (
       subscribe
     ])
     // A named tool is also named by every `"*"` entry: merged once here, not per lookup.
-    if (every.length > 0) for (const list of tools.values()) list.push(...every)
+    if (every.length > 0) for (const list of tools.values()) for (const entry of every) list.push(entry)
     endpoints.set(id, new EntriesAccess(tools, every, writable, writesEvery, prompts, readResources, subscribe, key))
   }
   const verifiedAt = user.membership_verified_at?.getTime()

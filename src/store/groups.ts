@@ -181,37 +181,29 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
       return new Map(rows.map((row) => [row.id, row.name]))
     })
 
+    /** The permission group other than `except` whose key `column` is `key`: one lookup in that column's index. */
+    const permissionGroupByKey = (column: "name_key" | "look_key", key: string, except: string | undefined) =>
+      sql`SELECT id, name FROM groups WHERE kind = 'permission' AND ${sql(column)} = ${key}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(NameRows)),
+        Effect.orDie,
+        Effect.map((rows) => rows.find((row) => row.id !== except))
+      )
+
     /**
      * The permission group whose name reads like `name` (equal `groupNameKey`, docs/access-policy.md,
      * "Group names"), other than `except`; answered by the unique index on `name_key`.
      */
-    const permissionGroupNamedLike = Effect.fn("GroupRepo.permissionGroupNamedLike")(function* (
-      name: string,
-      except: string | undefined
-    ) {
-      const rows =
-        yield* sql`SELECT id, name FROM groups WHERE kind = 'permission' AND name_key = ${groupNameKey(name)}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(NameRows)),
-          Effect.orDie
-        )
-      return rows.find((row) => row.id !== except)
-    })
+    const permissionGroupNamedLike = Effect.fn("GroupRepo.permissionGroupNamedLike")(
+      (name: string, except: string | undefined) => permissionGroupByKey("name_key", groupNameKey(name), except)
+    )
 
     /**
-     * A permission group whose name looks like `name` (equal `lookAlikeKey`: UTS #39 skeletons,
-     * docs/access-policy.md, "Group names"), other than `except`; one lookup in the `look_key` index.
+     * A permission group whose name looks like `name` (equal `lookAlikeKey`: UTS #39 skeletons), other
+     * than `except`; one lookup in the `look_key` index.
      */
-    const permissionGroupLookingLike = Effect.fn("GroupRepo.permissionGroupLookingLike")(function* (
-      name: string,
-      except: string | undefined
-    ) {
-      const rows =
-        yield* sql`SELECT id, name FROM groups WHERE kind = 'permission' AND look_key = ${lookAlikeKey(name)}`.pipe(
-          Effect.flatMap(Schema.decodeUnknown(NameRows)),
-          Effect.orDie
-        )
-      return rows.find((row) => row.id !== except)
-    })
+    const permissionGroupLookingLike = Effect.fn("GroupRepo.permissionGroupLookingLike")(
+      (name: string, except: string | undefined) => permissionGroupByKey("look_key", lookAlikeKey(name), except)
+    )
 
     const replaceSources = (id: string, sources: ReadonlyArray<string>) =>
       Effect.gen(function* () {

@@ -34,6 +34,15 @@ const statuses = (responses: ReadonlyArray<Response>) => {
   return counts
 }
 
+/** A new gateway's sign-in form, and a function posting a user name and password to it from one address. */
+const passwordPoster = Effect.gen(function* () {
+  const gateway = yield* oauthGateway()
+  const browser = new Browser(gateway.baseUrl)
+  const fields = yield* signInForm(browser)
+  return (username: string, password: string) =>
+    promise(() => browser.post("/sso/login/local", { ...fields, username, password }))
+})
+
 describe("sign-in limits over HTTP", () => {
   it.scoped("400 parallel wrong passwords: at most the limit are checked, the rest are 429", () =>
     Effect.gen(function* () {
@@ -143,11 +152,7 @@ describe("sign-in limits over HTTP", () => {
 
   it.scoped("a lockout is not lifted for a name whose password did not change since the failures", () =>
     Effect.gen(function* () {
-      const gateway = yield* oauthGateway()
-      const browser = new Browser(gateway.baseUrl)
-      const fields = yield* signInForm(browser)
-      const post = (username: string, password: string) =>
-        promise(() => browser.post("/sso/login/local", { ...fields, username, password }))
+      const post = yield* passwordPoster
       for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) yield* post("admin", "guess")
       expect((yield* post("admin", ADMIN_PASSWORD)).status).toBe(429)
       for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) yield* post("nobody", "guess")
@@ -157,11 +162,7 @@ describe("sign-in limits over HTTP", () => {
 
   it.scoped("a name spelled otherwise (spaces, invisible characters, case) is the same account to the limit", () =>
     Effect.gen(function* () {
-      const gateway = yield* oauthGateway()
-      const browser = new Browser(gateway.baseUrl)
-      const fields = yield* signInForm(browser)
-      const post = (username: string, password: string) =>
-        promise(() => browser.post("/sso/login/local", { ...fields, username, password }))
+      const post = yield* passwordPoster
       // Each spelling signs in as the administrator, so each failure counts against that one account.
       const spellings = ["admin", " admin", "admin ", "ad\u200bmin", "ADMIN\u00ad"]
       for (let index = 0; index < MAX_ACCOUNT_ADDRESS_FAILURES; index++) {

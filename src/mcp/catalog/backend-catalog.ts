@@ -1,4 +1,5 @@
 import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from "@modelcontextprotocol/client"
+import { headerName } from "../../http/header-syntax.js"
 import { putField } from "../../json.js"
 
 /** What one backend offers, as fetched from it (every page of every list). */
@@ -36,7 +37,11 @@ export const unreservedMeta = (meta: object): Record<string, unknown> | undefine
   return kept
 }
 
-/** The `Mcp-Param-*` headers a tool's input schema declares (SEP-2243), for the CORS allow-list. */
+/**
+ * The `Mcp-Param-*` headers a tool's input schema declares (SEP-2243), for the CORS allow-list. Only
+ * declarations that make a header name (RFC 9110 token characters) count: a backend's `X\r\nSet-Cookie`
+ * made every preflight fail, and `a, Cookie` widened the allow-list to headers it never declared.
+ */
 export const declaredParamHeaders = (tool: Tool): ReadonlyArray<string> => {
   const names: Array<string> = []
   const visit = (schema: unknown) => {
@@ -45,7 +50,8 @@ export const declaredParamHeaders = (tool: Tool): ReadonlyArray<string> => {
     if (properties === null || typeof properties !== "object") return
     for (const child of Object.values(properties as Record<string, unknown>)) {
       const header = (child as { readonly "x-mcp-header"?: unknown } | null)?.["x-mcp-header"]
-      if (typeof header === "string" && header !== "") names.push(`Mcp-Param-${header}`)
+      if (typeof header === "string" && headerName.test(`Mcp-Param-${header}`) && header !== "")
+        names.push(`Mcp-Param-${header}`)
       visit(child)
     }
   }

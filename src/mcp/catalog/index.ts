@@ -242,10 +242,12 @@ export const buildIndex = (
       target: { _tag: "Gateway", tool },
       gateway: tool
     }))
-  for (const list of published) tools.push(...list)
+  // One item at a time, never `push(...list)`: a spread passes every element as an argument, and a
+  // backend listing some 125,000 tools overflowed the stack (a hostile backend's catalog stopped starts).
+  for (const list of published) for (const tool of list) tools.push(tool)
   const groupsFrom = sources.length + managed.http.length
   managed.toolGroups.forEach((group, at) => {
-    tools.push(...groupTools(group, groupsFrom + at, endpoints, published, collisions))
+    for (const tool of groupTools(group, groupsFrom + at, endpoints, published, collisions)) tools.push(tool)
   })
   let prompts: Array<Entry<Prompt>> = []
   let resources: Array<Entry<Resource>> = []

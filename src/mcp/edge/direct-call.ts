@@ -75,6 +75,8 @@ export interface DirectCallContext {
 
 const serverInfo = { name: "gateway", version }
 
+const tooDeep = { code: -32603, message: "The backend's answer could not be relayed: it is nested too deeply." }
+
 const tooManyWaiting = {
   ok: false as const,
   error: { code: -32603, message: "Too many requests for input are waiting for this caller's answers." }
@@ -160,12 +162,19 @@ export const serveDirectCall = async (call: DirectCall, context: DirectCallConte
   }
   const outcome = await context.toolCalls.call(request)
   if (outcome._tag === "Cancelled") return
-  reply.message(
-    200,
-    outcome._tag === "Result"
-      ? { jsonrpc: "2.0", id: call.id, result: stamped(outcome.result, call.era) }
-      : { jsonrpc: "2.0", id: call.id, error: outcome.error }
-  )
+  try {
+    reply.message(
+      200,
+      outcome._tag === "Result"
+        ? { jsonrpc: "2.0", id: call.id, result: stamped(outcome.result, call.era) }
+        : { jsonrpc: "2.0", id: call.id, error: outcome.error }
+    )
+  } catch (error) {
+    // A result nested thousands of levels deep overflows JSON.stringify's stack: the backend's
+    // failure (-32603), not a 500 of the gateway's. Nothing was written: serializing comes first.
+    if (!(error instanceof RangeError)) throw error
+    reply.message(200, { jsonrpc: "2.0", id: call.id, error: tooDeep })
+  }
   // What the backend's answer holds of the gateway-wide budget stays counted until the caller has it all
   // (the serialized answer waits in the socket's buffer meanwhile), or its connection is gone.
   if (outcome._tag === "Result" && outcome.release !== undefined) whenClosed(reply.response, outcome.release)

@@ -21,6 +21,12 @@ export class PreviousCatalogs extends Context.Tag("gateway/PreviousCatalogs")<
 export class BackendsUnavailable extends Error {}
 
 const probeSpacing = Duration.seconds(1)
+/**
+ * A refetch a backend's `list_changed` asks for starts at least this long after the one before it:
+ * notifications in between fold into one refetch, so a backend announcing changes many times a second
+ * costs one catalog read every 2 s, not one after another on the event loop every request shares.
+ */
+const changedSpacing = Duration.seconds(2)
 const failureLogWindowMs = 30_000
 
 const sameCatalog = (current: BackendCatalog | undefined, next: BackendCatalog) =>
@@ -160,6 +166,28 @@ export const BackendsLive = Layer.scoped(
       warnUnmatchedRules()
       for (const listener of listeners) listener()
     }
+    /**
+     * Publishes `slot` with `catalog`; if the index cannot be built with it (a bug this should never
+     * meet), the slot keeps the catalog it had, the index stays as it was, and the reason is logged —
+     * the backend's worker, and every other backend's, go on.
+     */
+    const publishWith = (slot: BackendSlot, catalog: BackendCatalog, previous = slot.catalog) => {
+      slot.catalog = catalog
+      try {
+        publish()
+      } catch (error) {
+        slot.catalog = previous
+        runSync(
+          Effect.logError("catalog.rejected").pipe(
+            Effect.annotateLogs({
+              event: "catalog.rejected",
+              backend: slot.config.id,
+              reason: (error instanceof Error ? error.message : String(error)).slice(0, 300)
+            })
+          )
+        )
+      }
+    }
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => Promise.all(slots.map((slot) => slot.client?.close().catch(() => {})))).pipe(
         Effect.zipRight(Effect.sync(() => listeners.clear()))
@@ -259,6 +287,8 @@ export const BackendsLive = Layer.scoped(
         const wake = wakeups[at]!
         // When the last attempt to connect began: attempts a caller prompts are spaced from it.
         let attemptedAt = Number.NEGATIVE_INFINITY
+        // When the last refetch a `list_changed` asked for began: the next one is spaced from it.
+        let changedAt = Number.NEGATIVE_INFINITY
         while (true) {
           if (slot.client === undefined) {
             // The backoff's wait, cut short by a caller who wants the backend (any wakeup: a call that
@@ -280,14 +310,22 @@ export const BackendsLive = Layer.scoped(
             )
             attempt = Either.isLeft(result) ? attempt + 1 : 0
             if (Either.isRight(result)) {
+              const before = slot.catalog
               yield* attach(slot, result)
-              publish()
+              publishWith(slot, result.right.catalog, before)
             }
             continue
           }
           const reason = yield* Queue.take(wake).pipe(
             Effect.timeoutTo({ duration: refreshEvery, onTimeout: () => "interval" as const, onSuccess: (why) => why })
           )
+          if (reason === "changed") {
+            // Announcements in between fold into this refetch (the wake queue holds one); a failed
+            // call's probe is not held back by them.
+            const spacing = changedAt + Duration.toMillis(changedSpacing) - now()
+            if (spacing > 0) yield* Effect.sleep(Duration.millis(spacing))
+            changedAt = now()
+          }
           // A refetch is also the probe after a failed call: `ping` is not in the 2026-07-28 revision,
           // and a backend that answers its lists is one worth keeping.
           // Only a catalog that changed is published: publishing rebuilds the index, drops the cached
@@ -297,8 +335,7 @@ export const BackendsLive = Layer.scoped(
               Effect.sync(() => {
                 slot.catalogAt = now()
                 if (sameCatalog(slot.catalog, catalog)) return
-                slot.catalog = catalog
-                publish()
+                publishWith(slot, catalog)
               })
             )
           )

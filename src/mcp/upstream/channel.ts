@@ -184,6 +184,13 @@ const mediaType = (contentType: string | undefined) =>
  */
 export const maxBackendRequestsPerCall = 32
 
+/**
+ * Bytes of notifications (progress, log messages, requests) one call's stream may carry beside its
+ * answer. Each event is bounded by the answer limit; without a total, a backend could stream events of
+ * 30 MB for as long as the call's timeout, each parsed and relayed on the event loop every request shares.
+ */
+export const maxNotificationBytesPerCall = 8 * 1024 * 1024
+
 /** A message the gateway sends and reads no answer to (a reply, a cancellation) gets this long. */
 export const replyTimeoutMs = 10_000
 
@@ -496,9 +503,16 @@ export const makeBackendChannel = (settings: ChannelSettings): BackendChannel =>
             const json = type === "application/json" && (status === 200 || (status === 400 && session.era === "modern"))
             if (stream) {
               mode = "stream"
-              decoder = new SseDecoder((data) =>
-                data.length > maxAnswer ? fail("failed", "the backend's event is too large") : onMessage(parse(data))
-              )
+              let streamed = 0
+              decoder = new SseDecoder((data) => {
+                if (data.length > maxAnswer) return fail("failed", "the backend's event is too large")
+                // The answer's own event is at most maxAnswer; everything beyond it counts as notifications.
+                streamed += data.length
+                if (streamed > maxAnswer + maxNotificationBytesPerCall) {
+                  return fail("failed", "the backend's stream for this call carried too many bytes of notifications")
+                }
+                onMessage(parse(data))
+              })
               return true
             }
             if (json) {

@@ -11,7 +11,7 @@ import {
   makeBackendChannel,
   maxBackendAnswer
 } from "./channel.js"
-import { makeBackendFetch } from "./fetch.js"
+import { type CatalogBytes, makeBackendFetch } from "./fetch.js"
 import { backendOutputValidator } from "./output-schemas.js"
 
 export class BackendUnreachable extends Data.TaggedError("BackendUnreachable")<{
@@ -72,9 +72,10 @@ export const connectBackend = (
         ...(budget === undefined ? {} : { budget })
       })
       // The client's requests go over the channel's connections: one set per backend.
+      const catalogBytes: CatalogBytes = new Map()
       const transport = new StreamableHTTPClientTransport(new URL(backend.url), {
         requestInit: { headers },
-        fetch: makeBackendFetch(channel, maxBackendAnswer, budget?.answers),
+        fetch: makeBackendFetch(channel, maxBackendAnswer, budget?.answers, catalogBytes),
         ...(tokens === undefined ? {} : { authProvider: asAuthProvider(tokens) })
       })
       // Closing the client (generation closing, reconnect) also drops the kept-alive connections.
@@ -92,7 +93,15 @@ export const connectBackend = (
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })
   })
 
-/** Every page of every list the backend offers; `cacheMode: refresh` also updates the client's own tool index. */
+/** Items one list of a backend may hold (tools, prompts, resources or templates); more fails the read. */
+export const MAX_CATALOG_ITEMS = 50_000
+
+/**
+ * Every page of every list the backend offers; `cacheMode: refresh` also updates the client's own tool
+ * index. Bounded (docs/mcp.md, "Backends"): `MAX_LIST_BYTES` for all pages of one list (counted by
+ * the fetch, src/mcp/upstream/fetch.ts), `MAX_CATALOG_ITEMS` items per list; a backend listing more is
+ * taken for down, not held in memory.
+ */
 export const fetchCatalog = (backend: BackendConfig, client: Client) =>
   Effect.tryPromise({
     try: async (signal): Promise<BackendCatalog> => {
@@ -108,6 +117,16 @@ export const fetchCatalog = (backend: BackendConfig, client: Client) =>
           ? []
           : client.listResourceTemplates(undefined, options).then((page) => page.resourceTemplates)
       ])
+      for (const [name, list] of [
+        ["tools", tools],
+        ["prompts", prompts],
+        ["resources", resources],
+        ["resource templates", templates]
+      ] as const) {
+        if (list.length > MAX_CATALOG_ITEMS) {
+          throw new Error(`the backend lists ${list.length} ${name}, more than ${MAX_CATALOG_ITEMS}`)
+        }
+      }
       return { tools, prompts, resources, templates, completions: capabilities.completions !== undefined }
     },
     catch: (error) => new BackendUnreachable({ backend: backend.id, reason: reasonOf(error) })

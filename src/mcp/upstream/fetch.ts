@@ -53,11 +53,39 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
  * (src/mcp/upstream/answer-budget.ts), which what this path reads is added to while it is read, and
  * never refused by: a catalog page refused would make the worker take the backend for down.
  */
+/**
+ * Bytes of each of a backend's lists (tools, prompts, resources, templates), counted across its pages by
+ * the fetch: a list's count starts again at its first page (a request without a cursor), so a list read
+ * again — a refresh, the client's own re-read before a call — is counted on its own. Past
+ * `MAX_LIST_BYTES` the page being read fails, and so does the read: a backend listing more is taken for
+ * down (its earlier catalog, if any, is kept).
+ */
+export type CatalogBytes = Map<string, number>
+
+/** One list of a backend, every page of it, in bytes (docs/mcp.md, "Backends"). */
+export const MAX_LIST_BYTES = 16 * 1024 * 1024
+
+const listRequest = /"method"\s*:\s*"((?:tools|prompts|resources|resources\/templates)\/list)"/
+
+/** The list a request reads, and whether it asks for the first page; undefined for any other request. */
+const listOf = (body: string): { readonly method: string; readonly first: boolean } | undefined => {
+  const method = listRequest.exec(body)?.[1]
+  if (method === undefined) return undefined
+  try {
+    const message: unknown = JSON.parse(body)
+    const params = isRecord(message) ? message["params"] : undefined
+    return { method, first: !isRecord(params) || params["cursor"] === undefined }
+  } catch {
+    return undefined
+  }
+}
+
 export const makeBackendFetch =
   (
     channel: Pick<BackendChannel, "connections" | "forget">,
     maxAnswer: number = maxBackendAnswer,
-    answers?: AnswerBudget
+    answers?: AnswerBudget,
+    catalog?: CatalogBytes
   ): BackendFetch =>
   async (url, init = {}) => {
     const target = url instanceof URL ? url : new URL(url)
@@ -85,6 +113,11 @@ export const makeBackendFetch =
       discard(answer.body)
       throw new TypeError(`backend fetch: the backend answered with status ${status}`)
     }
+    // A list page counts in its list's bytes, whichever way it is answered.
+    const list = catalog !== undefined && typeof init.body === "string" ? listOf(init.body) : undefined
+    if (list?.first === true) catalog?.set(list.method, 0)
+    const body =
+      list === undefined || catalog === undefined ? answer.body : countedBody(answer.body, catalog, list.method)
     const head = { status, statusText: STATUS_CODES[status] ?? "", headers: responseHeaders(answer.headers) }
     if (nullBodyStatus.has(status)) {
       await answer.body.dump()
@@ -96,13 +129,37 @@ export const makeBackendFetch =
       const rate = init.method === "GET" ? maxStreamEventsPerSecond : undefined
       return new Response(
         Readable.toWeb(
-          boundedEvents(answer.body, maxAnswer, rate, answers?.hold(Number.POSITIVE_INFINITY))
+          boundedEvents(body, maxAnswer, rate, answers?.hold(Number.POSITIVE_INFINITY))
         ) as ReadableStream<Uint8Array>,
         head
       )
     }
-    return new Response(await wholeBody(answer.body, maxAnswer, answers?.hold(Number.POSITIVE_INFINITY)), head)
+    return new Response(await wholeBody(body, maxAnswer, answers?.hold(Number.POSITIVE_INFINITY)), head)
   }
+
+/** `body`, its bytes added to its list's; past `MAX_LIST_BYTES` it fails and its connection closes. */
+const countedBody = (
+  body: Dispatcher.ResponseData["body"],
+  catalog: CatalogBytes,
+  method: string
+): Dispatcher.ResponseData["body"] => {
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const used = (catalog.get(method) ?? 0) + chunk.length
+      catalog.set(method, used)
+      if (used > MAX_LIST_BYTES) {
+        discard(body)
+        return done(new TypeError(`backend fetch: the backend's ${method} is larger than ${MAX_LIST_BYTES} bytes`))
+      }
+      done(null, chunk)
+    }
+  })
+  body.on("error", (error) => counted.destroy(error))
+  counted.on("close", () => {
+    if (!body.destroyed) discard(body)
+  })
+  return body.pipe(counted) as unknown as Dispatcher.ResponseData["body"]
+}
 
 /** Whether `body` is a JSON-RPC response (an answer to the backend's request), not a request or notification. */
 const isAnswer = (body: string): boolean => {
