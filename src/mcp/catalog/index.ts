@@ -114,10 +114,14 @@ const endpointTools = (
     if (catalog === undefined) return []
     const publication = publicationOf(config)
     const naming = namingOf(config)
+    // A name the backend lists twice is exposed once, as it first lists it: a call names the tool, and
+    // a list with one name twice breaks clients.
+    const seen = new Set<string>()
     return catalog.tools.flatMap((tool): Array<ExposedTool> => {
       const decision = publication(tool.name)
       const key = exposeName(naming, tool.name)
-      if (!decision.published || key === undefined) return []
+      if (!decision.published || key === undefined || seen.has(key)) return []
+      seen.add(key)
       const item = { ...withoutReservedMeta(tool), name: key }
       return [
         {

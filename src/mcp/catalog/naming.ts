@@ -41,6 +41,8 @@ const toolName = /^[A-Za-z0-9_.-]{1,128}$/
 
 /** The exposed name, or undefined when the result would break the MCP name rules (the tool is then not exposed). */
 export const exposeName = (naming: Naming, original: string): string | undefined => {
+  // An empty name would be exposed as the bare prefix (`crm__`), naming nothing the backend has.
+  if (original === "") return undefined
   const exposed = `${naming.prefix}${original}`
   return toolName.test(exposed) ? exposed : undefined
 }

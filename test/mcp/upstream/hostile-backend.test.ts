@@ -2,7 +2,8 @@
  * A hostile backend cannot take the gateway down (docs/mcp.md, "Backends"): a catalog past its bounds
  * (bytes of a list across its pages, items per list) fails that backend only; an index of more tools
  * than a spread could pass is built; a tool's `x-mcp-header` that is no header name stays out of the CORS
- * allow-list; a storm of `list_changed` costs one catalog read every 2 s; a result nested too deep to
+ * allow-list; a name listed twice is exposed once, an empty one not at all; a storm of `list_changed`
+ * costs one catalog read every 2 s; a result nested too deep to
  * serialize is -32603; a call's stream carries a bounded amount of notifications. Real HTTP backends
  * written by hand (2025-era, stateless), a gateway in-process.
  */
@@ -229,6 +230,18 @@ describe("catalog index and header declarations", () => {
       { config: config.backends[0]!, catalog: { tools, prompts: [], resources: [], templates: [], completions: false } }
     ])
     expect(index.tools.length).toBeGreaterThanOrEqual(130_000)
+  })
+
+  it("a name the backend lists twice is exposed once (its first definition); an empty name not at all", () => {
+    const tools = [
+      { name: "echo", description: "first", inputSchema: { type: "object" as const } },
+      { name: "echo", description: "second", inputSchema: { type: "object" as const } },
+      { name: "", inputSchema: { type: "object" as const } }
+    ]
+    const index = buildIndex([
+      { config: config.backends[0]!, catalog: { tools, prompts: [], resources: [], templates: [], completions: false } }
+    ])
+    expect(index.tools.map((tool) => [tool.key, tool.item.description])).toEqual([["big__echo", "first"]])
   })
 
   it("an x-mcp-header that is not a header name stays out of the allow-list", () => {
