@@ -48,12 +48,6 @@ const responseHeaders = (headers: Dispatcher.ResponseData["headers"]): Headers =
 }
 
 /**
- * `maxAnswer`: the largest JSON answer, read whole, and the largest event of an SSE answer, which is
- * streamed; as the channel's limit. `answers`: the gateway-wide count of answer bytes held
- * (src/mcp/upstream/answer-budget.ts), which what this path reads is added to while it is read, and
- * never refused by: a catalog page refused would make the worker take the backend for down.
- */
-/**
  * Bytes of each of a backend's lists (tools, prompts, resources, templates), counted across its pages by
  * the fetch: a list's count starts again at its first page (a request without a cursor), so a list read
  * again — a refresh, the client's own re-read before a call — is counted on its own. Past
@@ -80,6 +74,13 @@ const listOf = (body: string): { readonly method: string; readonly first: boolea
   }
 }
 
+/**
+ * `maxAnswer`: the largest JSON answer, read whole, and the largest event of an SSE answer, which is
+ * streamed; as the channel's limit. `answers`: the gateway-wide count of answer bytes held
+ * (src/mcp/upstream/answer-budget.ts), which what this path reads is added to while it is read, and
+ * never refused by: a catalog page refused would make the worker take the backend for down — the
+ * catalog has a bound of its own instead, `catalog` (`MAX_LIST_BYTES` per list).
+ */
 export const makeBackendFetch =
   (
     channel: Pick<BackendChannel, "connections" | "forget">,
