@@ -27,6 +27,8 @@ export interface ArchiveReceiver {
   /** TLS connections accepted so far. */
   readonly connections: number
   last(): { readonly sequence: number; readonly hash: string }
+  /** Makes the receiver hold a chain up to `sequence` of its own (as after a restore of the gateway's database). */
+  holdsAlready(sequence: number, hash: string): void
   close(): Promise<void>
 }
 
@@ -57,14 +59,17 @@ export const startArchiveReceiver = async (
     wrongReceipt: false,
     connections: 0,
     resetReused: false,
-    last: () => last
+    last: () => last,
+    holdsAlready: (sequence: number, hash: string) => {
+      last = { sequence, hash }
+    }
   }
   const refuse = (reason: string) => {
     state.refusals.push(reason)
     return reason
   }
   /** The receipt to answer, or why the body is refused. */
-  const accept = (body: string): { sequence: number; hash: string } | string => {
+  const accept = (body: string): { sequence: number; hash: string } | { conflict: string } | string => {
     let envelope: { entry?: unknown; hash?: unknown; signature?: unknown }
     try {
       envelope = JSON.parse(body)
@@ -81,6 +86,8 @@ export const startArchiveReceiver = async (
     const key = keys.get(fields.key_id)
     if (key === undefined || !verify(null, digest, key, Buffer.from(signature, "base64"))) return refuse("signature")
     if (fields.sequence === last.sequence && hash === last.hash) return last
+    // A sequence it holds with another entry: a conflict (409), as docs/audit-archive.md asks.
+    if (fields.sequence <= last.sequence) return { conflict: `sequence ${fields.sequence} is held` }
     if (fields.sequence !== last.sequence + 1) return refuse(`sequence ${fields.sequence} after ${last.sequence}`)
     if (fields.previous_hash !== last.hash) return refuse("broken link")
     appendFileSync(file, `${body}\n`)
@@ -110,6 +117,11 @@ export const startArchiveReceiver = async (
         const receipt = accept(body)
         if (typeof receipt === "string") {
           response.writeHead(422, { "content-type": "text/plain" }).end(receipt)
+          return
+        }
+        if ("conflict" in receipt) {
+          state.refusals.push(receipt.conflict)
+          response.writeHead(409, { "content-type": "text/plain" }).end(receipt.conflict)
           return
         }
         if (state.loseReceipt) {

@@ -139,7 +139,10 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
             sequence,
             attempts,
             error: errorClass,
-            retry_in_seconds: Math.round(retryInMs / 1000)
+            retry_in_seconds: Math.round(retryInMs / 1000),
+            // A receiver that holds this sequence already answers 409: after a restore, the database's
+            // chain and the receiver's part at the backup point (docs/audit-archive.md).
+            ...(errorClass === "http_409" ? { hint: conflictHint } : {})
           })
     }
 
@@ -198,6 +201,9 @@ export class Archive extends Effect.Service<Archive>()("gateway/Archive", {
     return { enabled: settings !== undefined, step, report } as const
   })
 }) {}
+
+const conflictHint =
+  'the receiver refused the entry as conflicting with its chain; after a database restore, compare both ends (docs/audit-archive.md, "After restoring a backup")'
 
 /** How often the worker looks for new events when nothing is due sooner. */
 export const ARCHIVE_POLL = Duration.seconds(1)

@@ -239,6 +239,28 @@ describe.each(storeKinds)("audit archive shipping (%s)", (kind) => {
       })
   )
 
+  it.scoped("a receiver holding the sequence with another entry (a restored database) is logged with the way out", () =>
+    Effect.gen(function* () {
+      const receiving = yield* receiver()
+      receiving.holdsAlready(7, "a".repeat(64))
+      const logs = new LogCapture()
+      yield* logs.capture(
+        Effect.gen(function* () {
+          yield* requests(1)
+          expect(yield* step).toBe(5_000)
+        }).pipe(Effect.provide(archiveLayer(kind, settingsFor(receiving.url))))
+      )
+      expect(receiving.refusals).toEqual(["sequence 1 is held"])
+      expect(logs.events("approval.archive_failed")).toEqual([
+        expect.objectContaining({
+          sequence: 1,
+          error: "http_409",
+          hint: expect.stringContaining('docs/audit-archive.md, "After restoring a backup"')
+        })
+      ])
+    })
+  )
+
   it.scoped("a lost receipt: the same entry is sent again and the receiver keeps it once", () =>
     Effect.gen(function* () {
       const receiving = yield* receiver()
