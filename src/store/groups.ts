@@ -92,6 +92,9 @@ export const organizationGroupRow = (
  * Persistence of `groups` and `group_sources`. Writes are conditioned on the revision the caller read
  * (`If-Match`), in one UPDATE each; callers run them inside the policy transaction (src/policy/writes.ts).
  */
+/** The advisory lock space of permission group look-alike keys (PostgreSQL; an arbitrary constant). */
+const LOOK_KEY_LOCK = 74_661
+
 export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -199,11 +202,24 @@ export class GroupRepo extends Effect.Service<GroupRepo>()("gateway/GroupRepo", 
 
     /**
      * A permission group whose name looks like `name` (equal `lookAlikeKey`: UTS #39 skeletons), other
-     * than `except`; one lookup in the `look_key` index.
+     * than `except`; one lookup in the `look_key` index. The key is not unique in the store (older
+     * look-alikes are kept), so on PostgreSQL the writing transaction first takes an advisory lock on
+     * the key: two writes of look-alike names queue, and the second sees the first's row. SQLite has
+     * one writer at a time already.
      */
-    const permissionGroupLookingLike = Effect.fn("GroupRepo.permissionGroupLookingLike")(
-      (name: string, except: string | undefined) => permissionGroupByKey("look_key", lookAlikeKey(name), except)
-    )
+    const permissionGroupLookingLike = Effect.fn("GroupRepo.permissionGroupLookingLike")(function* (
+      name: string,
+      except: string | undefined
+    ) {
+      const key = lookAlikeKey(name)
+      yield* sql
+        .onDialectOrElse({
+          pg: () => sql`SELECT pg_advisory_xact_lock(${LOOK_KEY_LOCK}, hashtext(${key}))`,
+          orElse: () => Effect.void
+        })
+        .pipe(Effect.orDie)
+      return yield* permissionGroupByKey("look_key", key, except)
+    })
 
     const replaceSources = (id: string, sources: ReadonlyArray<string>) =>
       Effect.gen(function* () {

@@ -166,6 +166,12 @@ describe.each(storeKinds)("Management API: permission group names (%s)", (kind) 
       expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409, 409])
       const listed = groupNames((yield* api.get("/api/v1/identities")).body)
       expect(listed.filter((name) => String(name).toLowerCase() === "operators")).toHaveLength(1)
+      // Names that only look alike (their keys differ; the look-alike key is not unique in the store).
+      const alike = yield* Effect.all(
+        ["Cl0ud9", "ClOud9", "C1oud9", "Cloud9"].map((name) => api.post("/api/v1/identities/groups", { name })),
+        { concurrency: "unbounded" }
+      )
+      expect(alike.map((answer) => answer.status).sort()).toEqual([201, 409, 409, 409])
     })
   )
 })
