@@ -59,7 +59,7 @@ export const baseLayer = (
   const sealer = Sealer.Default.pipe(Layer.provideMerge(ConfigKey.layer(key)))
   const opened = StoreHealth.Default.pipe(Layer.provideMerge(StoreLive(config.storage)), Layer.provideMerge(sealer))
   // `serve` says which database it opened and holds the instance lock before anything else starts.
-  const store = serving ? servingStoreLayer.pipe(Layer.provideMerge(opened)) : opened
+  const store = serving ? servingStoreLayer(config.storage).pipe(Layer.provideMerge(opened)) : opened
   const signer = Signer.Default.pipe(Layer.provideMerge(SigningKeyRepo.Default), Layer.provideMerge(store))
   const access = PolicyWrites.Default.pipe(
     Layer.provideMerge(AccessStateLive),

@@ -1,27 +1,26 @@
 /**
- * One serving gateway per PostgreSQL database (src/store/instance-lock.ts, docs/storage.md): `serve`
- * says whether it created the database or opened an existing one, and holds an instance lock; a second
- * `serve` waits for it (a restart's overlap) and refuses to start when it does not come free.
+ * One serving gateway per database (src/store/instance-lock.ts, docs/storage.md): `serve` says whether
+ * it created the database or opened an existing one, and holds an instance lock (PostgreSQL: an advisory
+ * lock; SQLite: an exclusive transaction on `<path>.lock`); a second `serve` waits for it (a restart's
+ * overlap) and refuses to start when it does not come free.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Layer, Redacted, Scope, TestClock } from "effect"
 import { INSTANCE_WAIT, servingStoreLayer } from "../../src/store/instance-lock.js"
-import { randomConfigKey, storeLayer, withPostgres, withSqlite } from "../support/databases.js"
+import { randomConfigKey, storeKinds, storeLayer, withStorage } from "../support/databases.js"
 import { freePort, startGateway } from "../support/gateway-process.js"
 import { LogCapture } from "../support/logs.js"
 
-describe("the instance lock and the opening line", () => {
-  it.scoped("PostgreSQL: a second gateway's start waits for the first, then is refused with the reason", () =>
+describe.each(storeKinds)("the instance lock and the opening line (%s)", (kind) => {
+  it.scoped("a second gateway's start waits for the first, then is refused with the reason; once free, it starts", () =>
     Effect.gen(function* () {
-      const url = yield* withPostgres
+      const storage = yield* withStorage(kind)
       const key = randomConfigKey()
-      const store = storeLayer({ type: "postgres", url }, key)
+      const serving = servingStoreLayer(storage).pipe(Layer.provide(storeLayer(storage, key)))
       const logs = new LogCapture()
       const first = yield* Scope.make()
-      yield* logs.capture(Layer.buildWithScope(servingStoreLayer.pipe(Layer.provide(store)), first))
-      const second = yield* Effect.fork(
-        logs.capture(Effect.scoped(Layer.build(servingStoreLayer.pipe(Layer.provide(store)))))
-      )
+      yield* logs.capture(Layer.buildWithScope(serving, first))
+      const second = yield* Effect.fork(logs.capture(Effect.scoped(Layer.build(serving))))
       // Past the wait on the test clock (the lock's retries every 500 ms run meanwhile).
       for (let step = 0; step < 40; step++) {
         yield* TestClock.adjust("500 millis")
@@ -30,39 +29,33 @@ describe("the instance lock and the opening line", () => {
       const refused = yield* Effect.exit(second.await.pipe(Effect.flatten))
       expect(Exit.isFailure(refused)).toBe(true)
       expect(String(Exit.isFailure(refused) ? refused.cause : "")).toContain("is in use by another gateway")
-      const events = logs.entries.map((entry) => entry["event"])
       // The first start created the database; the second opened it, and waited.
-      expect(events).toEqual(["store.created", "store.opened", "store.instance_waiting"])
+      expect(logs.entries.map((entry) => entry["event"])).toEqual([
+        "store.created",
+        "store.opened",
+        "store.instance_waiting"
+      ])
+      expect(logs.entries[0]).toMatchObject({ level: "warn", kind })
+      expect(logs.entries[1]).toMatchObject({ level: "info", created_at: logs.entries[0]?.["created_at"] })
       expect(logs.entries[2]).toMatchObject({ wait_seconds: Duration.toSeconds(INSTANCE_WAIT) })
-      expect(JSON.stringify(logs.entries)).not.toContain(Redacted.value(url).split("@")[0])
+      if (storage.type === "postgres") {
+        expect(JSON.stringify(logs.entries)).not.toContain(Redacted.value(storage.url).split("@")[0])
+      }
       // Once the first lets go, the next start takes the lock at once.
       yield* Scope.close(first, Exit.void)
-      yield* Effect.scoped(Layer.build(servingStoreLayer.pipe(Layer.provide(store))))
-    })
-  )
-
-  it.scoped("SQLite: no lock; the opening line says created, then opened with the creation time", () =>
-    Effect.gen(function* () {
-      const path = yield* withSqlite
-      const key = randomConfigKey()
-      const logs = new LogCapture()
-      const open = logs.capture(
-        Effect.scoped(Layer.build(servingStoreLayer.pipe(Layer.provide(storeLayer({ type: "sqlite", path }, key)))))
-      )
-      yield* open
-      yield* open
-      expect(logs.entries).toMatchObject([
-        { event: "store.created", level: "warn", store: `SQLite database ${path}`, kind: "sqlite" },
-        { event: "store.opened", level: "info", created_at: logs.entries[0]?.["created_at"] }
-      ])
+      yield* Effect.scoped(Layer.build(serving))
     })
   )
 })
 
-describe("a restart's overlap", () => {
+describe.each(storeKinds)("a restart's overlap (%s)", (kind) => {
   it.live("a gateway started while the old one still runs on the database serves once the old one stops", () =>
     Effect.gen(function* () {
-      const url = Redacted.value(yield* withPostgres)
+      const storage = yield* withStorage(kind)
+      const storageYaml =
+        storage.type === "sqlite"
+          ? `storage: { type: sqlite, path: "${storage.path}" }`
+          : `storage: { type: postgres, url: "${Redacted.value(storage.url)}" }`
       const configKey = randomConfigKey()
       const keyText = Buffer.from(Redacted.value(configKey)).toString("base64")
       const start = (port: number) =>
@@ -73,7 +66,7 @@ describe("a restart's overlap", () => {
             [
               `server: { listen: 127.0.0.1:${port}, public_url: http://127.0.0.1:${port}/mcp }`,
               `auth: { issuer: http://127.0.0.1:${port}/sso }`,
-              `storage: { type: postgres, url: "${url}" }`,
+              storageYaml,
               ""
             ].join("\n")
         })
