@@ -94,7 +94,10 @@ describe("gateway dev-token", () => {
     expect(named.code).toBe(0)
     expect((await listTools(dev, named.stdout.trim())).status).toBe(200)
 
-    // The same store and key, served without --dev (as production would be).
+    // The same store and key, served without --dev (as production would be) once the development
+    // gateway has stopped: one gateway serves a database (its instance lock, docs/storage.md).
+    dev.child.kill("SIGKILL")
+    await dev.exited
     const otherPort = await freePort()
     const production = await startGateway({
       port: otherPort,
