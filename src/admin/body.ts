@@ -106,3 +106,19 @@ export const ifMatchRevision = (request: HttpServerRequest.HttpServerRequest) =>
     if (match === null) return yield* apiError(400, "invalid_request", 'If-Match: expected a revision such as "3".')
     return Number(match[1])
   })
+
+/**
+ * The body of an action that takes no fields: optional, and when sent an empty JSON object (a field is
+ * a 400 naming it, so a client that believes it sends options learns they are not read).
+ */
+export const noFields = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const length = request.headers["content-length"]
+    const hasBody = (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
+    if (!hasBody) return
+    const body = yield* readJsonObject(request)
+    const unknown = Object.keys(body)[0]
+    if (unknown !== undefined) {
+      return yield* apiError(400, "invalid_request", `${unknown}: is not a field of this action (it takes none)`)
+    }
+  })

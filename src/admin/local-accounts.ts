@@ -11,7 +11,7 @@ import {
 } from "../identity/local/account-admin.js"
 import type { Actor } from "../policy/writes.js"
 import { AdminCaller, ManagementApi } from "./api.js"
-import { decodeBody, ifMatchRevision, readJsonObject } from "./body.js"
+import { decodeBody, ifMatchRevision, noFields, readJsonObject } from "./body.js"
 import { apiError } from "./errors.js"
 import { pageParams } from "./identities.js"
 import { LocalAccountCreateBody } from "./local-accounts-api.js"
@@ -49,14 +49,7 @@ const actorOf = Effect.map(AdminCaller, (admin): Actor => ({ userId: admin.userI
 const actionInput = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
     const revision = yield* ifMatchRevision(request)
-    const length = request.headers["content-length"]
-    const hasBody = (length !== undefined && length !== "0") || request.headers["transfer-encoding"] !== undefined
-    if (!hasBody) return revision
-    const body = yield* readJsonObject(request)
-    const unknown = Object.keys(body)[0]
-    if (unknown !== undefined) {
-      return yield* apiError(400, "invalid_request", `${unknown}: is not a field of this action (it takes none)`)
-    }
+    yield* noFields(request)
     return revision
   })
 

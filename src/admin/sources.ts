@@ -12,7 +12,7 @@ import { type SourceWriteRefused, sourceWrites } from "../sources/writes.js"
 import { AuditEventRepo } from "../store/audit-events.js"
 import { ManagedSourceRepo } from "../store/managed-sources.js"
 import { AdminCaller, ManagementApi } from "./api.js"
-import { ifMatchRevision, MAX_BODY_BYTES, readJsonObject } from "./body.js"
+import { ifMatchRevision, MAX_BODY_BYTES, noFields, readJsonObject } from "./body.js"
 import { apiError, requestId } from "./errors.js"
 
 /** An OpenAPI document may be sent in the body: that route alone reads up to 32 MiB. */
@@ -146,7 +146,7 @@ export const ToolSourcesLive = HttpApiBuilder.group(ManagementApi, "toolSources"
       }
     })
     return handlers
-      .handle("initialize", () => initialize)
+      .handleRaw("initialize", ({ request }) => Effect.zipRight(noFields(request), initialize))
       .handle("proposals", ({ urlParams }) =>
         Effect.map(changes.list(urlParams.state === undefined ? {} : { state: urlParams.state }), (items) => ({
           items

@@ -28,9 +28,22 @@ describe.each(storeKinds)("managed storage (%s)", (kind) => {
         expect(before.config.backends.map((backend) => backend.id)).toEqual(["crm"])
         expect(before.sources).toEqual({ managed: false, http: [], toolGroups: [] })
 
+        // The action takes no fields: one sent is named, not ignored, and nothing is initialized.
+        const withField = yield* api.post("/api/v1/tool-sources/initialize", { dry_run: true })
+        expect(withField).toMatchObject({
+          status: 400,
+          body: {
+            error: "invalid_request",
+            error_description: "dry_run: is not a field of this action (it takes none)"
+          }
+        })
+        expect(yield* probeManagedState(gateway.loaded.config)).toBe("not_initialized")
+        const emptyObject = yield* api.post("/api/v1/tool-sources/initialize", {})
+        expect(emptyObject.status).toBe(200)
+        expect(emptyObject.body).toMatchObject({ managed: true, imported: ["crm"] })
         const initialized = yield* api.post("/api/v1/tool-sources/initialize", undefined)
         expect(initialized.status).toBe(200)
-        expect(initialized.body).toMatchObject({ managed: true, imported: ["crm"] })
+        expect(initialized.body).toMatchObject({ managed: true, imported: [] })
         const again = yield* api.post("/api/v1/tool-sources/initialize", undefined)
         expect(again.body).toMatchObject({ managed: true, imported: [] })
         expect(yield* probeManagedState(gateway.loaded.config)).toBe("initialized")
