@@ -3,6 +3,7 @@ import * as jose from "jose"
 import { Config } from "../config/service.js"
 import { Signer } from "../crypto/signer.js"
 import { HttpError } from "../http/error-body.js"
+import { bearerTokenSyntax } from "../http/header-syntax.js"
 import { type Caller, devSessionPrefix, SessionGuard } from "./caller.js"
 import { invalidToken, missingToken } from "./challenges.js"
 import { makeExternalKeys, VerifierNotReady } from "./external-jwks.js"
@@ -39,11 +40,12 @@ export class BearerVerifier extends Context.Tag("gateway/BearerVerifier")<
   }
 >() {}
 
-/** RFC 6750 §2.1: `Bearer <token>`, scheme case-insensitive; the only accepted bearer method. */
-export const bearerToken = (authorization: string | undefined): string | undefined => {
-  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? "")
-  return match?.[1]
-}
+/** RFC 6750 §2.1: `Bearer <token>`, scheme case-insensitive, the token as `bearerTokenSyntax` spells one. */
+const bearerHeader = new RegExp(`^Bearer +(${bearerTokenSyntax.source.slice(1, -1)}) *$`, "i")
+
+/** The token of an `Authorization` header; the only accepted bearer method. */
+export const bearerToken = (authorization: string | undefined): string | undefined =>
+  bearerHeader.exec(authorization ?? "")?.[1]
 
 /**
  * Every token the gateway takes is a JWS in compact form (RFC 7515 §7.1): three base64url parts, no
