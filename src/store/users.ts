@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { groupNameKey } from "../policy/group-name.js"
 import { lookAlikeKey } from "../policy/look-alike.js"
 import { StoredBoolean, StoredRevision, toStoredBoolean } from "./columns.js"
@@ -122,6 +122,12 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
         sql`SELECT * FROM users WHERE kind = 'local' AND id > ${after} ORDER BY id LIMIT ${limit}`
     })
 
+    const lookingLike = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ username: Schema.String }),
+      execute: (lookKey) => sql`SELECT username FROM users WHERE kind <> 'enterprise' AND look_key = ${lookKey} LIMIT 1`
+    })
+
     const findById = Effect.fn("UserRepo.findById")((id: string) => byId(id).pipe(Effect.orDie))
     const findLocalByUsername = Effect.fn("UserRepo.findLocalByUsername")((username: string) =>
       byUsername(username).pipe(Effect.orDie)
@@ -196,12 +202,8 @@ export class UserRepo extends Effect.Service<UserRepo>()("gateway/UserRepo", {
      * `lookAlikeKey`: UTS #39 skeletons); one lookup in the `look_key` index.
      */
     const findLocalLookingLike = Effect.fn("UserRepo.findLocalLookingLike")(function* (username: string) {
-      const rows = yield* sql<{
-        readonly username: string
-      }>`SELECT username FROM users WHERE kind <> 'enterprise' AND look_key = ${lookAlikeKey(username)} LIMIT 1`.pipe(
-        Effect.orDie
-      )
-      return rows[0]?.username
+      const found = yield* lookingLike(lookAlikeKey(username)).pipe(Effect.orDie)
+      return Option.getOrUndefined(found)?.username
     })
 
     /** A new enterprise identity, pending until an administrator enables it. */
